@@ -1,0 +1,17 @@
+/** @svc/sdk: the public API of the SDK, one list of exports. */
+export type { Brand } from '../../generated/brands.ts';
+export { brands, nativeIdPatterns } from '../../generated/brands.ts';
+export type { DeviceIdErrorCode, DeviceIdParts, ValidateDeviceIdOptions } from './device-id.ts';
+export {
+  DeviceIdError,
+  deviceIdErrorCodes,
+  formatDeviceId,
+  fromTopicSegments,
+  isBrand,
+  isValidDeviceId,
+  redactDeviceId,
+  toTopicSegments,
+  validateDeviceId,
+} from './device-id.ts';
+export type { CarTopicSuffix, DeviceTopic } from './device-topic.ts';
+export { deviceTopic, parseDeviceTopic } from './device-topic.ts';

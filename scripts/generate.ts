@@ -1,0 +1,39 @@
+/**
+ * `npm run generate`: turns the contract (openapi/, asyncapi/) into generated/.
+ * Deterministic: the same contract always gives byte-identical files, so CI can diff them.
+ */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { jsonBanner, jsonBannerKey } from './codegen/banner.ts';
+import { generateBrands } from './codegen/brands.ts';
+import { generateMqtt } from './codegen/mqtt.ts';
+import { bundleOpenApi } from './codegen/openapi-bundle.ts';
+import { generateOpenApiTypes } from './codegen/openapi-types.ts';
+import { generateRoutes } from './codegen/routes.ts';
+import { repoRoot } from './repo-root.ts';
+
+/** Every file of generated/, by name, as the contract in `root` makes it. */
+export async function renderGenerated(root: string): Promise<Record<string, string>> {
+  const doc = bundleOpenApi(root);
+  const bundled = { [jsonBannerKey]: jsonBanner('openapi/'), ...doc };
+  return {
+    'openapi.json': `${JSON.stringify(bundled, null, 2)}\n`,
+    'openapi.ts': await generateOpenApiTypes(doc),
+    'routes.ts': generateRoutes(doc),
+    'brands.ts': generateBrands(doc),
+    'mqtt.ts': await generateMqtt(join(root, 'asyncapi/asyncapi.yaml')),
+  };
+}
+
+export async function generate(root: string, outDir: string): Promise<string[]> {
+  const files = await renderGenerated(root);
+  mkdirSync(outDir, { recursive: true });
+  for (const [name, text] of Object.entries(files)) writeFileSync(join(outDir, name), text);
+  return Object.keys(files);
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  const written = await generate(repoRoot, join(repoRoot, 'generated'));
+  process.stdout.write(`generated/: ${written.join(', ')}\n`);
+}

@@ -1,0 +1,113 @@
+import assert from 'node:assert/strict';
+import type { AddressInfo } from 'node:net';
+import { after, before, describe, test } from 'node:test';
+import express from 'express';
+import { type OperationId, routes } from '../../generated/routes.ts';
+import { bindHandlers, type Handlers } from '../src/http/bind-handlers.ts';
+
+// A handler this test does not care about fails loudly.
+function untested(operationId: OperationId) {
+  return () => {
+    throw new Error(`${operationId} is not part of this test`);
+  };
+}
+
+const calls: { operationId: string; params: unknown; body: unknown }[] = [];
+
+const handlers = {
+  ...(Object.fromEntries(
+    Object.keys(routes).map((id) => [id, untested(id as OperationId)]),
+  ) as unknown as Handlers),
+  getHealth: () => ({ status: 200, body: { status: 'ok' } }),
+  getCarStatus: ({ params }) => {
+    calls.push({ operationId: 'getCarStatus', params, body: undefined });
+    return {
+      status: 200,
+      body: {
+        device_id: params.device_id,
+        brand: 'brand_a',
+        online: false,
+        last_seen: null,
+        state: {},
+        reported_at: null,
+      },
+    };
+  },
+  removeSshKey: ({ params }) => {
+    calls.push({ operationId: 'removeSshKey', params, body: undefined });
+    return { status: 204 };
+  },
+  addSshKey: ({ body }) => {
+    calls.push({ operationId: 'addSshKey', params: undefined, body });
+    return {
+      status: 409,
+      body: {
+        type: '/problems/conflict',
+        title: 'Conflict',
+        status: 409,
+        detail: 'already',
+        code: 'conflict',
+      },
+    };
+  },
+} satisfies Handlers;
+
+describe('bindHandlers', () => {
+  let base = '';
+  let server: ReturnType<ReturnType<typeof express>['listen']>;
+
+  before(async () => {
+    const app = express();
+    app.use(express.json());
+    app.use(bindHandlers(express.Router(), handlers));
+    server = app.listen(0, '127.0.0.1');
+    await new Promise((resolve) => server.once('listening', resolve));
+    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  });
+
+  after(() => new Promise((resolve) => server.close(resolve)));
+
+  test('when an operation is called then its handler answers with the status and JSON body it returned', async () => {
+    const response = await fetch(`${base}/healthz`);
+    assert.equal(response.status, 200);
+    assert.deepEqual(await response.json(), { status: 'ok' });
+  });
+
+  test('when the device id in the path is URL-encoded then the handler gets it decoded', async () => {
+    const response = await fetch(`${base}/api/v1/cars/brand_a%3A1HGCM82633A004352/status`);
+    assert.equal(response.status, 200);
+    const body = (await response.json()) as { device_id: string };
+    assert.equal(body.device_id, 'brand_a:1HGCM82633A004352');
+    assert.deepEqual({ ...(calls.at(-1)?.params as object) }, { device_id: 'brand_a:1HGCM82633A004352' });
+  });
+
+  test('when a handler returns no body then the response is empty', async () => {
+    const response = await fetch(`${base}/api/v1/dev/keys/3c1e2d4f-5a6b-4c7d-8e9f-0a1b2c3d4e5f`, {
+      method: 'DELETE',
+    });
+    assert.equal(response.status, 204);
+    assert.equal(await response.text(), '');
+  });
+
+  test('when a handler answers with an error status then the body is problem+json', async () => {
+    const response = await fetch(`${base}/api/v1/dev/keys`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ public_key: 'ssh-ed25519 AAAA' }),
+    });
+    assert.equal(response.status, 409);
+    assert.match(response.headers.get('content-type') ?? '', /^application\/problem\+json/);
+    assert.deepEqual(calls.at(-1)?.body, { public_key: 'ssh-ed25519 AAAA' });
+  });
+
+  test('when the contract has an operation then a route answers for it', () => {
+    const registered = new Set<string>();
+    const router = bindHandlers(express.Router(), handlers);
+    for (const layer of router.stack) {
+      const route = layer.route as { path: string; methods: Record<string, boolean> } | undefined;
+      if (route) for (const method of Object.keys(route.methods)) registered.add(`${method} ${route.path}`);
+    }
+    const expected = Object.values(routes).map((r) => `${r.method} ${r.expressPath}`);
+    assert.deepEqual([...registered].sort(), [...expected].sort());
+  });
+});
