@@ -1541,6 +1541,27 @@ export interface components {
             };
         };
         /**
+         * @description This service does not offer the operation yet: it is in the contract so that clients can be
+         *     built against it, and answers 501 until it is implemented.
+         */
+        NotImplemented: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "type": "/problems/not_implemented",
+                 *       "title": "Not implemented",
+                 *       "status": 501,
+                 *       "detail": "This service does not offer getCarStatus yet.",
+                 *       "code": "not_implemented"
+                 *     }
+                 */
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /**
          * @description The device id cannot be accepted. `code` says why: `missing_prefix` (no `<brand>:`),
          *     `unknown_brand` (the prefix is not a known brand), `invalid_native_id` (the rest fails that
          *     brand's format) or `brand_mismatch` (a `brand` given alongside disagrees with the prefix).
@@ -1827,6 +1848,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             413: components["responses"]["PayloadTooLarge"];
             426: components["responses"]["UpgradeRequired"];
+            501: components["responses"]["NotImplemented"];
         };
     };
     uploadPackage: {
@@ -1864,6 +1886,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["UnprocessableEntity"];
+            501: components["responses"]["NotImplemented"];
         };
     };
     submitMiniApp: {
@@ -1896,6 +1919,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["UnprocessableEntity"];
             426: components["responses"]["UpgradeRequired"];
+            501: components["responses"]["NotImplemented"];
         };
     };
     listMyMiniApps: {
@@ -1918,6 +1942,7 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             426: components["responses"]["UpgradeRequired"];
+            501: components["responses"]["NotImplemented"];
         };
     };
     transitionMiniAppVersion: {
@@ -1953,6 +1978,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["UnprocessableEntity"];
             426: components["responses"]["UpgradeRequired"];
+            501: components["responses"]["NotImplemented"];
         };
     };
     listReviewQueue: {
@@ -1976,6 +2002,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             426: components["responses"]["UpgradeRequired"];
+            501: components["responses"]["NotImplemented"];
         };
     };
     getCarInstall: {
@@ -2009,6 +2036,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             422: components["responses"]["UnprocessableDeviceId"];
             426: components["responses"]["UpgradeRequired"];
+            501: components["responses"]["NotImplemented"];
         };
     };
     pairCar: {
@@ -2049,6 +2077,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["UnprocessableDeviceId"];
             426: components["responses"]["UpgradeRequired"];
+            501: components["responses"]["NotImplemented"];
         };
     };
     unpairCar: {
@@ -2089,6 +2118,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["UnprocessableDeviceId"];
             426: components["responses"]["UpgradeRequired"];
+            501: components["responses"]["NotImplemented"];
         };
     };
     getCarStatus: {
@@ -2122,6 +2152,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             422: components["responses"]["UnprocessableDeviceId"];
             426: components["responses"]["UpgradeRequired"];
+            501: components["responses"]["NotImplemented"];
         };
     };
     getCarLocation: {
@@ -2155,6 +2186,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             422: components["responses"]["UnprocessableDeviceId"];
             426: components["responses"]["UpgradeRequired"];
+            501: components["responses"]["NotImplemented"];
         };
     };
     transferCar: {
@@ -2195,6 +2227,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["UnprocessableDeviceId"];
             426: components["responses"]["UpgradeRequired"];
+            501: components["responses"]["NotImplemented"];
         };
     };
     createIdentityToken: {
@@ -2234,6 +2267,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["UnprocessableDeviceId"];
             426: components["responses"]["UpgradeRequired"];
+            501: components["responses"]["NotImplemented"];
         };
     };
     listCars: {
@@ -2266,6 +2300,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             422: components["responses"]["UnprocessableDeviceId"];
             426: components["responses"]["UpgradeRequired"];
+            501: components["responses"]["NotImplemented"];
         };
     };
     provisionCar: {
@@ -2297,6 +2332,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["UnprocessableDeviceId"];
             426: components["responses"]["UpgradeRequired"];
+            501: components["responses"]["NotImplemented"];
         };
     };
     getJwks: {

@@ -3,7 +3,11 @@ import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import express from 'express';
 import { type OperationId, routes } from '../../generated/routes.ts';
-import { bindHandlers, type Handlers } from '../src/http/bind-handlers.ts';
+import type { Principal } from '../src/auth/principal.ts';
+import { type BindOptions, bindHandlers, type Handlers } from '../src/http/bind-handlers.ts';
+import { problemMiddleware } from '../src/http/errors.ts';
+import { unauthorized } from '../src/http/problem.ts';
+import { silentLogger } from '../src/logger.ts';
 
 // A handler this test does not care about fails loudly.
 function untested(operationId: OperationId) {
@@ -18,8 +22,12 @@ const handlers = {
   ...(Object.fromEntries(
     Object.keys(routes).map((id) => [id, untested(id as OperationId)]),
   ) as unknown as Handlers),
-  getHealth: () => ({ status: 200, body: { status: 'ok' } }),
-  getCarStatus: ({ params }) => {
+  getHealth: (_request, { principal }) => {
+    seenPrincipals.push(principal);
+    return { status: 200, body: { status: 'ok' } };
+  },
+  getCarStatus: ({ params }, { principal }) => {
+    seenPrincipals.push(principal);
     calls.push({ operationId: 'getCarStatus', params, body: undefined });
     return {
       status: 200,
@@ -52,6 +60,18 @@ const handlers = {
   },
 } satisfies Handlers;
 
+const caller = { accountId: 'a1', email: 'ada@example.com' } as Principal;
+const seenPrincipals: unknown[] = [];
+
+const options: BindOptions = {
+  authenticate: async (req) => {
+    if (req.get('authorization') !== 'Bearer good') throw unauthorized();
+    return caller;
+  },
+};
+
+const auth = { authorization: 'Bearer good' };
+
 describe('bindHandlers', () => {
   let base = '';
   let server: ReturnType<ReturnType<typeof express>['listen']>;
@@ -59,7 +79,8 @@ describe('bindHandlers', () => {
   before(async () => {
     const app = express();
     app.use(express.json());
-    app.use(bindHandlers(express.Router(), handlers));
+    app.use(bindHandlers(express.Router(), handlers, options));
+    app.use(problemMiddleware({ logger: silentLogger, jsonLimitBytes: 1024 }));
     server = app.listen(0, '127.0.0.1');
     await new Promise((resolve) => server.once('listening', resolve));
     base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
@@ -71,11 +92,20 @@ describe('bindHandlers', () => {
     const response = await fetch(`${base}/healthz`);
     assert.equal(response.status, 200);
     assert.deepEqual(await response.json(), { status: 'ok' });
+    assert.equal(seenPrincipals.at(-1), undefined);
+  });
+
+  test('when a secured operation is called without a credential then the handler is not reached', async () => {
+    const before = calls.length;
+    const response = await fetch(`${base}/api/v1/cars/brand_a%3A1HGCM82633A004352/status`);
+    assert.equal(response.status, 401);
+    assert.equal(calls.length, before);
   });
 
   test('when the device id in the path is URL-encoded then the handler gets it decoded', async () => {
-    const response = await fetch(`${base}/api/v1/cars/brand_a%3A1HGCM82633A004352/status`);
+    const response = await fetch(`${base}/api/v1/cars/brand_a%3A1HGCM82633A004352/status`, { headers: auth });
     assert.equal(response.status, 200);
+    assert.equal(seenPrincipals.at(-1), caller);
     const body = (await response.json()) as { device_id: string };
     assert.equal(body.device_id, 'brand_a:1HGCM82633A004352');
     assert.deepEqual({ ...(calls.at(-1)?.params as object) }, { device_id: 'brand_a:1HGCM82633A004352' });
@@ -84,6 +114,7 @@ describe('bindHandlers', () => {
   test('when a handler returns no body then the response is empty', async () => {
     const response = await fetch(`${base}/api/v1/dev/keys/3c1e2d4f-5a6b-4c7d-8e9f-0a1b2c3d4e5f`, {
       method: 'DELETE',
+      headers: auth,
     });
     assert.equal(response.status, 204);
     assert.equal(await response.text(), '');
@@ -92,7 +123,7 @@ describe('bindHandlers', () => {
   test('when a handler answers with an error status then the body is problem+json', async () => {
     const response = await fetch(`${base}/api/v1/dev/keys`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json' },
+      headers: { ...auth, 'content-type': 'application/json' },
       body: JSON.stringify({ public_key: 'ssh-ed25519 AAAA' }),
     });
     assert.equal(response.status, 409);
@@ -102,7 +133,7 @@ describe('bindHandlers', () => {
 
   test('when the contract has an operation then a route answers for it', () => {
     const registered = new Set<string>();
-    const router = bindHandlers(express.Router(), handlers);
+    const router = bindHandlers(express.Router(), handlers, options);
     for (const layer of router.stack) {
       const route = layer.route as { path: string; methods: Record<string, boolean> } | undefined;
       if (route) for (const method of Object.keys(route.methods)) registered.add(`${method} ${route.path}`);

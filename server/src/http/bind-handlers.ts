@@ -7,6 +7,7 @@
 import type { Request, Response, Router } from 'express';
 import type { operations } from '../../../generated/openapi.ts';
 import { type OperationId, routes } from '../../../generated/routes.ts';
+import type { Principal } from '../auth/principal.ts';
 
 type Operation<K extends OperationId> = operations[K];
 
@@ -37,16 +38,28 @@ export type OperationResponse<K extends OperationId> = {
     : { status: S; body: ResponseBody<ResponsesOf<K>[S]>; headers?: Record<string, string> };
 }[keyof ResponsesOf<K>];
 
-/** The raw exchange, for the few handlers that stream (package uploads). */
-export interface HandlerContext {
+/** Operations the contract secures get the caller; the others get `undefined`. */
+type PrincipalOf<K extends OperationId> = (typeof routes)[K]['security'] extends readonly []
+  ? undefined
+  : Principal;
+
+export interface HandlerContext<K extends OperationId> {
+  /** The signed-in caller, already checked, for every operation that requires a credential. */
+  principal: PrincipalOf<K>;
+  /** The raw exchange, for the few handlers that need it (client address, streamed uploads). */
   req: Request;
   res: Response;
 }
 
 export type Handler<K extends OperationId> = (
   request: OperationRequest<K>,
-  context: HandlerContext,
+  context: HandlerContext<K>,
 ) => OperationResponse<K> | Promise<OperationResponse<K>>;
+
+export interface BindOptions {
+  /** Resolves the caller of a secured operation, or throws the 401 problem. */
+  authenticate(req: Request): Promise<Principal>;
+}
 
 /** Exactly one handler for every operation of the contract: no more, no fewer. */
 export type Handlers = { [K in OperationId]: Handler<K> };
@@ -66,20 +79,27 @@ function send(
   res.json(response.body);
 }
 
-function bindOne<K extends OperationId>(router: Router, operationId: K, handler: Handler<K>): void {
+function bindOne<K extends OperationId>(
+  router: Router,
+  operationId: K,
+  handler: Handler<K>,
+  options: BindOptions,
+): void {
   const route = routes[operationId];
+  const secured = route.security.length > 0;
   router[route.method](route.expressPath, async (req: Request, res: Response) => {
+    const principal = (secured ? await options.authenticate(req) : undefined) as PrincipalOf<K>;
     // The request validator in front of the router has checked these against the contract.
     const request = { params: req.params, query: req.query, body: req.body } as OperationRequest<K>;
-    const response = await handler(request, { req, res });
+    const response = await handler(request, { principal, req, res });
     if (!res.headersSent) send(res, response);
   });
 }
 
 /** Registers every handler on `router`, most specific path first (the order of generated/routes.ts). */
-export function bindHandlers(router: Router, handlers: Handlers): Router {
+export function bindHandlers(router: Router, handlers: Handlers, options: BindOptions): Router {
   for (const operationId of Object.keys(routes) as OperationId[]) {
-    bindOne(router, operationId, handlers[operationId] as Handler<typeof operationId>);
+    bindOne(router, operationId, handlers[operationId] as Handler<typeof operationId>, options);
   }
   return router;
 }

@@ -1,0 +1,47 @@
+/**
+ * Builds the reference page GET /docs serves: Redoc's prerendered HTML of generated/openapi.json,
+ * with its script served by the service itself instead of a CDN (the page must work offline).
+ */
+import { execFileSync } from 'node:child_process';
+import { copyFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { repoRoot } from './repo-root.ts';
+
+const redoclyCli = join(repoRoot, 'node_modules/@redocly/cli');
+// Redocly CLI ships the same Redoc build it links from its CDN; serve that copy.
+const localScript = join(redoclyCli, 'lib/chunks/redoc.standalone.js');
+
+export function buildDocs(outDir: string): void {
+  mkdirSync(outDir, { recursive: true });
+  const page = join(outDir, 'index.html');
+  execFileSync(
+    process.execPath,
+    [
+      join(redoclyCli, 'bin/cli.js'),
+      'build-docs',
+      join(repoRoot, 'generated/openapi.json'),
+      '--output',
+      page,
+    ],
+    { stdio: ['ignore', 'ignore', 'pipe'] },
+  );
+  const html = readFileSync(page, 'utf8');
+  const cdnScript = /https:\/\/cdn\.redocly\.com\/redoc\/[^"']+\/redoc\.standalone\.js/g;
+  if (!cdnScript.test(html))
+    throw new Error('build-docs: the page no longer loads Redoc from where this script expects');
+  const offline = html
+    .replace(cdnScript, '/docs/redoc.standalone.js')
+    // The CDN copy's integrity hash need not match the local copy; the script comes from this origin.
+    .replace(/\s+integrity="[^"]*"/g, '')
+    .replace(/\s+crossorigin="anonymous"/g, '');
+  writeFileSync(page, offline);
+  copyFileSync(localScript, join(outDir, 'redoc.standalone.js'));
+}
+
+export const defaultDocsDir = join(repoRoot, 'server/dist/docs');
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  buildDocs(defaultDocsDir);
+  process.stdout.write(`built ${join(dirname(defaultDocsDir), 'docs')}/index.html\n`);
+}

@@ -1,0 +1,83 @@
+/** Web-console accounts: sign-up and password sign-in. */
+import { randomUUID } from 'node:crypto';
+import type { components } from '../../../generated/openapi.ts';
+import type { Clock } from '../clock.ts';
+import type { Config } from '../config.ts';
+import { ProblemError, unauthorized } from '../http/problem.ts';
+import type { Db } from '../store/db.ts';
+import { type AccountRow, findAccountByEmail, insertAccount } from './account-repository.ts';
+import { decoyPasswordCheck, hashPassword, verifyPassword } from './passwords.ts';
+
+export type Account = components['schemas']['Account'];
+
+/** Emails compare case-insensitively everywhere: stored trimmed and lower-cased. */
+export function normalizeEmail(email: string): string {
+  return email.trim().toLowerCase();
+}
+
+export function rolesOf(email: string, config: Pick<Config, 'adminEmails'>): Account['roles'] {
+  return config.adminEmails.has(email) ? ['developer', 'admin'] : ['developer'];
+}
+
+export function toApiAccount(
+  row: Pick<AccountRow, 'id' | 'email' | 'name' | 'created_at'>,
+  config: Config,
+): Account {
+  return {
+    id: row.id,
+    email: row.email,
+    name: row.name,
+    roles: rolesOf(row.email, config),
+    created_at: row.created_at.toISOString(),
+  };
+}
+
+export interface AccountService {
+  signUp(input: { email: string; password: string; name: string }): Promise<AccountRow>;
+  /** The account, or a 401 that does not say whether the email or the password was wrong. */
+  checkPassword(email: string, password: string): Promise<AccountRow>;
+}
+
+export function createAccountService(db: Db, config: Config, clock: Clock): AccountService {
+  return {
+    async signUp(input) {
+      if (config.signup === 'closed') {
+        throw new ProblemError(
+          403,
+          'signup_closed',
+          'Sign-up is closed on this service: ask its operator for an account.',
+        );
+      }
+      const email = normalizeEmail(input.email);
+      const name = input.name.trim();
+      if (name === '') {
+        throw new ProblemError(400, 'validation_failed', 'The name must not be blank.', {
+          errors: [{ path: '/body/name', message: 'must not be blank' }],
+        });
+      }
+      const row = await insertAccount(db, {
+        id: randomUUID(),
+        email,
+        name,
+        password_hash: await hashPassword(input.password),
+        created_at: clock(),
+      });
+      if (!row)
+        throw new ProblemError(
+          409,
+          'email_taken',
+          `An account with the email ${email} exists already: sign in instead.`,
+        );
+      return row;
+    },
+
+    async checkPassword(email, password) {
+      const account = await findAccountByEmail(db, normalizeEmail(email));
+      const valid = account?.password_hash
+        ? await verifyPassword(password, account.password_hash)
+        : await decoyPasswordCheck(password);
+      if (!account || !valid) throw unauthorized('The email or the password is not right.');
+      return account;
+    },
+  };
+}

@@ -1,0 +1,107 @@
+/**
+ * The app factory: takes config and dependencies, returns `{ app, start, stop }`. Middleware in a
+ * fixed order: old-CLI check → docs → express.json → contract validator → handlers → problems.
+ */
+import { readFileSync } from 'node:fs';
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import express from 'express';
+import * as OpenApiValidator from 'express-openapi-validator';
+import { type Clock, systemClock } from './clock.ts';
+import type { Config } from './config.ts';
+import { bearerAuthenticator } from './http/authenticate.ts';
+import { bindHandlers } from './http/bind-handlers.ts';
+import { requireCurrentCli } from './http/cli-version.ts';
+import { docsRouter } from './http/docs.ts';
+import { notFound, problemMiddleware } from './http/errors.ts';
+import { createHandlers } from './http/handlers/index.ts';
+import { ensureSigningKey } from './identity/signing-keys.ts';
+import { createLogger, type Logger } from './logger.ts';
+import { createServices } from './services.ts';
+import { type Db, embeddedDbDir, migrateToLatest, openStore } from './store/db.ts';
+
+const contractPath = new URL('../../generated/openapi.json', import.meta.url);
+
+export interface AppDependencies {
+  /** An open store; by default one is opened from the config (and closed by `stop`). */
+  db?: Db;
+  clock?: Clock;
+  logger?: Logger;
+  /** Folder with the built reference page (`npm run build`); /docs says how to build it when absent. */
+  docsDir?: string;
+}
+
+export interface RunningApp {
+  url: string;
+}
+
+export function createApp(config: Config, deps: AppDependencies = {}) {
+  const logger = deps.logger ?? createLogger();
+  const clock = deps.clock ?? systemClock;
+  const ownsDb = !deps.db;
+  const db =
+    deps.db ??
+    openStore({
+      databaseUrl: config.databaseUrl,
+      pgliteDir: config.databaseUrl ? undefined : embeddedDbDir(config.dataDir),
+    });
+  let listeningUrl: string | undefined;
+  const audience = () => config.publicUrl ?? listeningUrl ?? `http://${config.host}:${config.port}`;
+  const services = createServices({ db, config, clock, audience });
+  const contract = JSON.parse(readFileSync(contractPath, 'utf8'));
+
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('query parser', 'simple');
+  app.use(requireCurrentCli);
+  app.use(docsRouter(contract, deps.docsDir));
+  app.use(express.json({ limit: config.jsonLimitBytes }));
+  app.use(
+    OpenApiValidator.middleware({
+      apiSpec: contract,
+      validateApiSpec: false,
+      validateRequests: { allowUnknownQueryParameters: false, coerceTypes: false },
+      validateResponses: config.validateResponses ? { coerceTypes: false } : false,
+      validateSecurity: false,
+      ignoreUndocumented: false,
+    }),
+  );
+  app.use(
+    bindHandlers(express.Router(), createHandlers(services), {
+      authenticate: bearerAuthenticator(services.tokens),
+    }),
+  );
+  app.use(notFound);
+  app.use(problemMiddleware({ logger, jsonLimitBytes: config.jsonLimitBytes }));
+
+  let server: Server | undefined;
+
+  return {
+    app,
+    services,
+    async start(): Promise<RunningApp> {
+      await migrateToLatest(db);
+      await ensureSigningKey(db, clock);
+      server = app.listen(config.port, config.host);
+      await new Promise<void>((resolve, reject) => {
+        server?.once('listening', resolve).once('error', reject);
+      });
+      const { port } = server.address() as AddressInfo;
+      const host = config.host.includes(':') ? `[${config.host}]` : config.host;
+      listeningUrl = `http://${host}:${port}`;
+      return { url: listeningUrl };
+    },
+    /** Stops taking connections, lets in-flight requests finish, then closes the store. */
+    async stop(): Promise<void> {
+      if (server) {
+        const closing = new Promise<void>((resolve) => server?.close(() => resolve()));
+        server.closeIdleConnections();
+        await closing;
+        server = undefined;
+      }
+      if (ownsDb) await db.destroy();
+    },
+  };
+}
+
+export type App = ReturnType<typeof createApp>;

@@ -1,0 +1,109 @@
+/**
+ * The service's settings, one place: each has its environment variable, default and check.
+ * A bad value stops start-up with a message naming the variable.
+ */
+import { resolve } from 'node:path';
+
+export type SignupMode = 'open' | 'closed';
+
+export interface Config {
+  host: string;
+  port: number;
+  /**
+   * Base URL clients reach this service at; the audience of every sign-in challenge. Unset means
+   * `http://HOST:PORT` of the listening socket (so a test on port 0 gets its real port).
+   */
+  publicUrl: string | undefined;
+  dataDir: string;
+  /** Postgres connection string; unset means embedded PGlite in `<dataDir>/db`. */
+  databaseUrl: string | undefined;
+  signup: SignupMode;
+  /** Lower-cased emails of the accounts that are admins. */
+  adminEmails: ReadonlySet<string>;
+  /** Lifetime of an access token, in seconds. */
+  tokenTtlSeconds: number;
+  /** Largest JSON request body, in bytes. */
+  jsonLimitBytes: number;
+  /** Check every response against the contract (tests turn this on). */
+  validateResponses: boolean;
+}
+
+export class ConfigError extends Error {
+  override readonly name = 'ConfigError';
+}
+
+type Env = Record<string, string | undefined>;
+
+function text(env: Env, name: string, fallback: string): string {
+  const value = env[name]?.trim();
+  return value === undefined || value === '' ? fallback : value;
+}
+
+function port(env: Env, name: string, fallback: number): number {
+  const raw = text(env, name, String(fallback));
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < 0 || value > 65535) {
+    throw new ConfigError(`${name} must be a port number from 0 to 65535, not "${raw}"`);
+  }
+  return value;
+}
+
+const durationUnits: Record<string, number> = { s: 1, m: 60, h: 3600, d: 86400 };
+
+/** `3600`, `90s`, `15m`, `1h`, `1d` → seconds. */
+export function parseDuration(name: string, raw: string): number {
+  const match = /^(\d+)\s*([smhd]?)$/.exec(raw.trim());
+  const seconds = match ? Number(match[1]) * (durationUnits[match[2] || 's'] ?? 1) : Number.NaN;
+  if (!Number.isSafeInteger(seconds) || seconds <= 0) {
+    throw new ConfigError(`${name} must be a positive duration such as 3600, 15m or 1h, not "${raw}"`);
+  }
+  return seconds;
+}
+
+function url(name: string, raw: string): string {
+  let parsed: URL;
+  try {
+    parsed = new URL(raw);
+  } catch {
+    throw new ConfigError(`${name} must be an absolute URL such as https://svc.example.com, not "${raw}"`);
+  }
+  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') {
+    throw new ConfigError(`${name} must be an http or https URL, not "${raw}"`);
+  }
+  if (parsed.search || parsed.hash) throw new ConfigError(`${name} must not have a query or fragment`);
+  return parsed.href.replace(/\/$/, '');
+}
+
+function oneOf<T extends string>(env: Env, name: string, choices: readonly T[], fallback: T): T {
+  const value = text(env, name, fallback);
+  if (!(choices as readonly string[]).includes(value)) {
+    throw new ConfigError(`${name} must be one of ${choices.join(', ')}, not "${value}"`);
+  }
+  return value as T;
+}
+
+export function loadConfig(env: Env = process.env): Config {
+  const host = text(env, 'HOST', '127.0.0.1');
+  const listenPort = port(env, 'PORT', 8080);
+  const databaseUrl = env.DATABASE_URL?.trim() || undefined;
+  if (databaseUrl && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
+    throw new ConfigError('DATABASE_URL must be a postgres:// or postgresql:// connection string');
+  }
+  return {
+    host,
+    port: listenPort,
+    publicUrl: env.SVC_PUBLIC_URL?.trim() ? url('SVC_PUBLIC_URL', env.SVC_PUBLIC_URL.trim()) : undefined,
+    dataDir: resolve(text(env, 'DATA_DIR', './.svc-data')),
+    databaseUrl,
+    signup: oneOf(env, 'SVC_SIGNUP', ['open', 'closed'], 'open'),
+    adminEmails: new Set(
+      text(env, 'SVC_ADMIN_EMAILS', '')
+        .split(',')
+        .map((email) => email.trim().toLowerCase())
+        .filter((email) => email !== ''),
+    ),
+    tokenTtlSeconds: parseDuration('SVC_TOKEN_TTL', text(env, 'SVC_TOKEN_TTL', '1h')),
+    jsonLimitBytes: 1024 * 1024,
+    validateResponses: false,
+  };
+}

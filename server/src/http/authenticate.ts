@@ -1,0 +1,15 @@
+/** Bearer access tokens on secured operations. */
+import type { Request } from 'express';
+import type { Principal } from '../auth/principal.ts';
+import type { TokenService } from '../auth/token-service.ts';
+import { unauthorized } from './problem.ts';
+
+export function bearerAuthenticator(tokens: TokenService) {
+  return async (req: Request): Promise<Principal> => {
+    const match = /^Bearer\s+(\S+)\s*$/i.exec(req.get('authorization') ?? '');
+    if (!match?.[1]) throw unauthorized('Sign in first: run `svc login` (or set SVC_TOKEN).');
+    const principal = await tokens.authenticate(match[1]);
+    if (!principal) throw unauthorized();
+    return principal;
+  };
+}

@@ -1,0 +1,88 @@
+/**
+ * The one error middleware: every failure becomes `application/problem+json` with a stable
+ * `code`. Never a stack trace or an HTML page; unexpected errors are logged for the operator and
+ * answered with a plain 500.
+ */
+import type { NextFunction, Request, Response } from 'express';
+import type { Logger } from '../logger.ts';
+import { ProblemError } from './problem.ts';
+
+interface HttpishError {
+  status?: number;
+  statusCode?: number;
+  type?: string;
+  expose?: boolean;
+  errors?: { path?: string; message?: string }[];
+  headers?: Record<string, string>;
+  message?: string;
+}
+
+const validatorCodes: Record<number, string> = {
+  400: 'validation_failed',
+  404: 'not_found',
+  405: 'method_not_allowed',
+  413: 'payload_too_large',
+  415: 'unsupported_media_type',
+};
+
+/** `.body.public_key` / `/body/public_key` → `/body/public_key`. */
+function pointer(path: string | undefined): string {
+  return `/${(path ?? '').replace(/^[./]+/, '').replaceAll('.', '/')}`;
+}
+
+function toProblemError(error: unknown, limitBytes: number): ProblemError | undefined {
+  if (error instanceof ProblemError) return error;
+  const e = (error ?? {}) as HttpishError;
+  const status = e.status ?? e.statusCode;
+  if (typeof status !== 'number' || status < 400 || status >= 500) return undefined;
+  // body-parser (express.json)
+  if (e.type === 'entity.parse.failed') {
+    return new ProblemError(400, 'malformed_json', 'The request body is not valid JSON.');
+  }
+  if (e.type === 'entity.too.large') {
+    return new ProblemError(413, 'payload_too_large', `The request body is larger than ${limitBytes} bytes.`);
+  }
+  // express-openapi-validator
+  const code = validatorCodes[status];
+  if (!code) return undefined;
+  const errors = e.errors?.map((item) => ({
+    path: pointer(item.path),
+    message: item.message ?? 'is not valid',
+  }));
+  const detail =
+    status === 400 && errors?.length
+      ? errors.map((item) => `${item.path} ${item.message}`).join('; ')
+      : status === 404
+        ? 'There is no such route: see /docs for the API.'
+        : (e.message ?? 'The request cannot be accepted.');
+  return new ProblemError(status, code, detail, {
+    ...(status === 400 && errors?.length ? { errors } : {}),
+    ...(e.headers ? { headers: e.headers } : {}),
+  });
+}
+
+export function problemMiddleware(options: { logger: Logger; jsonLimitBytes: number }) {
+  return (error: unknown, req: Request, res: Response, _next: NextFunction): void => {
+    let problem = toProblemError(error, options.jsonLimitBytes);
+    if (!problem) {
+      options.logger.error('request failed', { method: req.method, path: req.path, error });
+      problem = new ProblemError(
+        500,
+        'internal_error',
+        'Something went wrong on our side; it has been logged.',
+      );
+    }
+    if (res.headersSent) {
+      res.end();
+      return;
+    }
+    for (const [name, value] of Object.entries(problem.headers)) res.setHeader(name, value);
+    if (problem.status === 401) res.setHeader('WWW-Authenticate', 'Bearer');
+    res.status(problem.status).type('application/problem+json').json(problem.toProblem(req.originalUrl));
+  };
+}
+
+/** Routes nobody serves. */
+export function notFound(_req: Request, _res: Response, next: NextFunction): void {
+  next(new ProblemError(404, 'not_found', 'There is no such route: see /docs for the API.'));
+}

@@ -1,0 +1,18 @@
+/** Every handler of the contract, by operationId. */
+import type { Services } from '../../services.ts';
+import type { Handlers } from '../bind-handlers.ts';
+import { accountHandlers } from './accounts.ts';
+import { developerHandlers } from './developer.ts';
+import { notOfferedHandlers } from './not-offered.ts';
+import { operationHandlers } from './operations.ts';
+import { signInHandlers } from './sign-in.ts';
+
+export function createHandlers(services: Services): Handlers {
+  return {
+    ...operationHandlers(services),
+    ...signInHandlers(services),
+    ...accountHandlers(services),
+    ...developerHandlers(services),
+    ...notOfferedHandlers(),
+  };
+}

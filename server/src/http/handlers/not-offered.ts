@@ -1,0 +1,47 @@
+/**
+ * Operations the contract already has and this service does not offer yet (publishing, review,
+ * vehicles). They answer 501, as the contract says; vehicle routes check the device id first,
+ * so a malformed id is the 422 it will always be.
+ */
+import type { OperationId } from '../../../../generated/routes.ts';
+import type { Handlers } from '../bind-handlers.ts';
+import { parseDeviceId } from '../device-id-param.ts';
+import { ProblemError } from '../problem.ts';
+
+function notOffered(operationId: OperationId): never {
+  throw new ProblemError(501, 'not_implemented', `This service does not offer ${operationId} yet.`);
+}
+
+function vehicle(operationId: OperationId) {
+  return ({ params, body }: { params: { device_id: string }; body?: { brand?: string } | unknown }) => {
+    const brand = body && typeof body === 'object' && 'brand' in body ? String(body.brand) : undefined;
+    parseDeviceId(params.device_id, brand);
+    return notOffered(operationId);
+  };
+}
+
+export function notOfferedHandlers() {
+  return {
+    createUploadUrl: () => notOffered('createUploadUrl'),
+    uploadPackage: () => notOffered('uploadPackage'),
+    submitMiniApp: () => notOffered('submitMiniApp'),
+    listMyMiniApps: () => notOffered('listMyMiniApps'),
+    transitionMiniAppVersion: () => notOffered('transitionMiniAppVersion'),
+    listReviewQueue: () => notOffered('listReviewQueue'),
+    getCarInstall: vehicle('getCarInstall'),
+    pairCar: vehicle('pairCar'),
+    unpairCar: vehicle('unpairCar'),
+    getCarStatus: vehicle('getCarStatus'),
+    getCarLocation: vehicle('getCarLocation'),
+    transferCar: vehicle('transferCar'),
+    createIdentityToken: vehicle('createIdentityToken'),
+    listCars: ({ query }) => {
+      if (query.device_id !== undefined) parseDeviceId(query.device_id);
+      return notOffered('listCars');
+    },
+    provisionCar: ({ body }) => {
+      parseDeviceId(body.device_id, body.brand);
+      return notOffered('provisionCar');
+    },
+  } satisfies Partial<Handlers>;
+}

@@ -1,0 +1,21 @@
+/** Liveness, readiness and the identity-token keys. */
+import { publicJwks } from '../../identity/signing-keys.ts';
+import type { Services } from '../../services.ts';
+import type { Handlers } from '../bind-handlers.ts';
+
+export function operationHandlers(services: Services) {
+  return {
+    getHealth: () => ({ status: 200, body: { status: 'ok' } }),
+
+    getReadiness: async () => {
+      try {
+        await services.db.raw('select 1');
+        return { status: 200, body: { status: 'ready', checks: { store: 'ok' } } };
+      } catch {
+        return { status: 503, body: { status: 'not_ready', checks: { store: 'failing' } } };
+      }
+    },
+
+    getJwks: async () => ({ status: 200, body: await publicJwks(services.db) }),
+  } satisfies Partial<Handlers>;
+}

@@ -1,0 +1,26 @@
+/** The service layer, wired once per app from its store, config and clock. */
+import { createAccountService } from './accounts/account-service.ts';
+import { createTokenService } from './auth/token-service.ts';
+import type { Clock } from './clock.ts';
+import type { Config } from './config.ts';
+import { createFailureLimit } from './sign-in/failure-limit.ts';
+import { createSignInService } from './sign-in/sign-in-service.ts';
+import { createKeyService } from './ssh-keys/key-service.ts';
+import type { Db } from './store/db.ts';
+
+export type Services = ReturnType<typeof createServices>;
+
+export function createServices(deps: { db: Db; config: Config; clock: Clock; audience: () => string }) {
+  const { db, config, clock } = deps;
+  const tokens = createTokenService(db, config, clock);
+  const failures = createFailureLimit(db, clock);
+  return {
+    db,
+    config,
+    tokens,
+    failures,
+    accounts: createAccountService(db, config, clock),
+    keys: createKeyService(db, clock, () => tokens.forgetCached()),
+    signIn: createSignInService({ db, clock, tokens, failures, audience: deps.audience }),
+  };
+}

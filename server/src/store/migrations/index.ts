@@ -1,0 +1,23 @@
+/**
+ * The migrations, in order. Listed rather than read from a folder so that they load the same
+ * way under tsx, in a bundle and in tests.
+ */
+import type { Knex } from 'knex';
+import * as accounts from './20261121090000_accounts.ts';
+import * as signingKeys from './20261121090100_signing_keys.ts';
+
+interface Migration {
+  up(db: Knex): Promise<void>;
+  down(db: Knex): Promise<void>;
+}
+
+const migrations: [name: string, migration: Migration][] = [
+  ['20261121090000_accounts', accounts],
+  ['20261121090100_signing_keys', signingKeys],
+];
+
+export const migrationSource: Knex.MigrationSource<[string, Migration]> = {
+  getMigrations: async () => migrations,
+  getMigrationName: ([name]) => name,
+  getMigration: async ([, migration]) => migration,
+};
