@@ -8,7 +8,6 @@ import {
   createPublicKey,
   type KeyObject,
   sign,
-  timingSafeEqual,
   verify,
 } from 'node:crypto';
 import { createRequire } from 'node:module';
@@ -126,6 +125,21 @@ type KeyFileCipher =
 
 const aesBlockSize = 16;
 
+/**
+ * The encodings, sign bit cleared, of the ed25519 points of small order (libsodium's list): y = 0,
+ * 1, ±y of the order-8 points, and p-1, p, p+1. OpenSSL verifies any message under such a key
+ * (with R the identity and S = 0), so a key among them is refused rather than registered.
+ */
+const smallOrderPoints = [
+  '0000000000000000000000000000000000000000000000000000000000000000',
+  '0100000000000000000000000000000000000000000000000000000000000000',
+  '26e8958fc2b227b045c3f489f2ef98f0d5dfac05d3c63339b13802886d53fc05',
+  'c7176a703d4dd84fba3c0b760d10670f2a2053fa2c39ccc64ec7fd7792ac037a',
+  'ecffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f',
+  'edffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f',
+  'eeffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f',
+].map((hex) => Buffer.from(hex, 'hex'));
+
 /** The ciphers ssh-keygen -Z offers that node:crypto has as is; chacha20-poly1305@openssh.com is OpenSSH's own. */
 const keyFileCiphers: ReadonlyMap<string, KeyFileCipher> = new Map<string, KeyFileCipher>([
   ['aes128-ctr', { algorithm: 'aes-128-ctr', keyLength: 16, ivLength: 16, authTagLength: 0 }],
@@ -183,6 +197,9 @@ export function parsePublicKeyLine(line: string): SshPublicKey {
   const publicKeyBlob = decodeBase64(keyBase64) ?? Buffer.alloc(0);
   const publicKey = readEd25519PublicKeyBlob(publicKeyBlob);
   if (publicKey === undefined) throw malformedKey('the ssh-ed25519 key is cut short or has extra bytes');
+  if (isSmallOrderPoint(publicKey)) {
+    throw malformedKey(`the ssh-ed25519 key is a degenerate point anyone could sign for; ${createKeyAdvice}`);
+  }
   // The comment keeps its inner spacing: it is everything after the key.
   const comment = text.slice(typeWord.length).trimStart().slice(keyBase64.length).trim();
   return { type: ed25519Type, keyBase64, comment, publicKey, publicKeyBlob };
@@ -304,7 +321,9 @@ function refuseSshsig({
 }: SshsigVerification): SshsigRefusal | undefined {
   const expectedBlob = expectedPublicKeyBlob(publicKey);
   const expectedKey = expectedBlob && readEd25519PublicKeyBlob(expectedBlob);
-  if (expectedBlob === undefined || expectedKey === undefined) return 'unusable_public_key';
+  if (expectedBlob === undefined || expectedKey === undefined || isSmallOrderPoint(expectedKey)) {
+    return 'unusable_public_key';
+  }
   if (typeof armored !== 'string' || armored.length > maxArmoredSignatureLength) return 'malformed_signature';
   const blob = dearmor(armored, sshsigLabel);
   if (blob === undefined) return 'malformed_signature';
@@ -337,7 +356,7 @@ function refuseSshsig({
     return 'namespace_mismatch';
   }
   if (!sshsigHashAlgorithms.has(fields.hashAlgorithm)) return 'unsupported_hash_algorithm';
-  if (!sameBytes(fields.embeddedKey, expectedBlob)) return 'public_key_mismatch';
+  if (!fields.embeddedKey.equals(expectedBlob)) return 'public_key_mismatch';
   if (readBlobType(fields.signature) !== ed25519Type) return 'unsupported_signature_type';
 
   const signedData = sshsigSignedData(fields.namespace, fields.hashAlgorithm as SshsigHashAlgorithm, message);
@@ -398,7 +417,7 @@ function verifyEd25519SignatureBlob(publicKey: Buffer, data: Buffer, signatureBl
     });
     return verify(null, data, key, signature);
   } catch {
-    // A 32-byte string that is not a curve point is refused by OpenSSL rather than answered with false.
+    // Node may refuse to import 32 bytes that are not a curve point instead of answering false.
     return false;
   }
 }
@@ -429,23 +448,26 @@ function readPrivateKeyFile(pem: string): PrivateKeyFile {
     const kdfName = reader.readString().toString('latin1');
     const kdfOptions = reader.readString();
     const keyCount = reader.readUint32();
-    if (keyCount !== 1)
+    if (keyCount !== 1) {
       throw malformedKey(`the file holds ${keyCount} keys; svc reads files with exactly one`);
+    }
     const publicKeyBlob = reader.readString();
     const privateSection = reader.readString();
     const trailer = reader.readBytes(reader.remaining);
     return { cipherName, kdfName, kdfOptions, publicKeyBlob, privateSection, trailer };
   } catch (error) {
-    if (error instanceof WireFormatError)
+    if (error instanceof WireFormatError) {
       throw malformedKey('the OpenSSH private key is cut short or damaged');
+    }
     throw error;
   }
 }
 
 function describeNotPrivateKey(text: string): string {
   const label = /-----BEGIN ([A-Z0-9 ]{1,40})-----/.exec(text)?.[1];
-  if (label === privateKeyLabel)
+  if (label === privateKeyLabel) {
     return 'the OpenSSH private key is damaged: its base64 or armor lines are broken';
+  }
   if (label !== undefined) {
     return (
       `this is a PEM "${label}" file, not an OpenSSH private key; ` +
@@ -474,7 +496,7 @@ function decryptPrivateSection(file: PrivateKeyFile, passphrase: string | undefi
     throw new SshKeyError(
       'unsupported_encryption',
       `this key is encrypted with ${showName(file.cipherName)} (key derivation ${showName(file.kdfName)}); ` +
-        'svc reads aes256-ctr and aes256-gcm@openssh.com with bcrypt: ' +
+        'svc reads AES with bcrypt, as ssh-keygen writes by default: ' +
         're-encrypt it with ssh-keygen -p -Z aes256-ctr -f <key file>',
     );
   }
@@ -491,12 +513,14 @@ function decryptPrivateSection(file: PrivateKeyFile, passphrase: string | undefi
     rounds = reader.readUint32();
     reader.expectEnd();
   } catch (error) {
-    if (error instanceof WireFormatError)
+    if (error instanceof WireFormatError) {
       throw malformedKey('the key-derivation options of the key are damaged');
+    }
     throw error;
   }
-  if (salt.length === 0 || rounds === 0)
+  if (salt.length === 0 || rounds === 0) {
     throw malformedKey('the key-derivation options of the key are damaged');
+  }
   if (file.privateSection.length % aesBlockSize !== 0 || file.trailer.length !== cipher.authTagLength) {
     throw malformedKey('the encrypted part of the OpenSSH private key is cut short or has extra bytes');
   }
@@ -570,8 +594,9 @@ function readEd25519PrivateSection(section: Buffer, publicKey: Buffer, encrypted
     }
     return new Ed25519FileKey(privateKey, publicKey, comment);
   } catch (error) {
-    if (error instanceof WireFormatError)
+    if (error instanceof WireFormatError) {
       throw malformedKey('the private part of the OpenSSH private key is damaged');
+    }
     throw error;
   }
 }
@@ -714,8 +739,10 @@ function armor(bytes: Buffer, label: string): string {
   return lines.join('\n');
 }
 
-function sameBytes(left: Buffer, right: Buffer): boolean {
-  return left.length === right.length && timingSafeEqual(left, right);
+function isSmallOrderPoint(publicKey: Buffer): boolean {
+  const y = Buffer.from(publicKey);
+  y[31] = (y[31] ?? 0) & 0x7f;
+  return smallOrderPoints.some((point) => point.equals(y));
 }
 
 function uint32(value: number): Buffer {

@@ -174,8 +174,9 @@ function alterSshsig(armored: string, change: Partial<SshsigFields>): string {
   return encodeSshsig({ ...decodeSshsig(armored), ...change });
 }
 
-function signatureBlob(type: string, signature: Buffer): Buffer {
-  const parts = [Buffer.from(type), signature].map((part) => {
+/** A key or signature blob: string type, string bytes. */
+function sshBlob(type: string, bytes: Buffer): Buffer {
+  const parts = [Buffer.from(type), bytes].map((part) => {
     const length = Buffer.alloc(4);
     length.writeUInt32BE(part.length);
     return Buffer.concat([length, part]);
@@ -270,6 +271,13 @@ describe('parsePublicKeyLine', () => {
       'malformed_key',
       /inside is ssh-rsa/,
     );
+  });
+
+  test('when the ed25519 key is a small-order point anyone could sign for, then it is malformed_key', () => {
+    const identity = Buffer.alloc(32);
+    identity[0] = 1;
+    const blob = sshBlob('ssh-ed25519', identity).toString('base64');
+    assertKeyError(() => parsePublicKeyLine(`ssh-ed25519 ${blob}`), 'malformed_key', /degenerate/);
   });
 
   test('when the ed25519 key has a byte too many, then it is malformed_key', () => {
@@ -547,17 +555,30 @@ describe('verifySshsig', () => {
     assertRefused(alterSshsig(byKeygen, { trailing: Buffer.from([0]) }), 'malformed_signature');
     const rawSignature = fields.signature.subarray(-64);
     assertRefused(
-      alterSshsig(byKeygen, { signature: signatureBlob('ssh-rsa', rawSignature) }),
+      alterSshsig(byKeygen, { signature: sshBlob('ssh-rsa', rawSignature) }),
       'unsupported_signature_type',
     );
     assertRefused(
-      alterSshsig(byKeygen, { signature: signatureBlob('ssh-ed25519', rawSignature.subarray(1)) }),
+      alterSshsig(byKeygen, { signature: sshBlob('ssh-ed25519', rawSignature.subarray(1)) }),
       'bad_signature',
     );
     assertRefused(
       alterSshsig(byKeygen, { signature: Buffer.concat([fields.signature, Buffer.from([0])]) }),
       'bad_signature',
     );
+  });
+
+  test('when the expected key is the identity point, then the universal forgery (R = identity, S = 0) is refused', () => {
+    const identity = Buffer.alloc(32);
+    identity[0] = 1;
+    const weakKeyBlob = sshBlob('ssh-ed25519', identity);
+    const forged = alterSshsig(byKeygen, {
+      publicKeyBlob: weakKeyBlob,
+      signature: sshBlob('ssh-ed25519', Buffer.concat([identity, Buffer.alloc(32)])),
+    });
+    const verification = { armored: forged, message, namespace: loginNamespace, publicKey: weakKeyBlob };
+    assert.equal(sshsigRefusal(verification), 'unusable_public_key');
+    assert.equal(verifySshsig(verification), false);
   });
 
   test('when the expected key is not an ed25519 key, then nothing verifies against it', () => {

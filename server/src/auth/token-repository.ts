@@ -37,6 +37,7 @@ export async function findTokenByHash(db: Db, tokenHash: string): Promise<TokenW
     );
 }
 
-export async function deleteExpiredTokens(db: Db, now: Date): Promise<number> {
-  return db('access_tokens').where('expires_at', '<=', now).delete();
+/** An account's tokens that can no longer be used; cleared as it signs in again, so the table stays small. */
+export async function deleteExpiredTokens(db: Db, accountId: string, now: Date): Promise<void> {
+  await db('access_tokens').where({ account_id: accountId }).where('expires_at', '<=', now).delete();
 }

@@ -8,10 +8,15 @@ import type { Clock } from '../clock.ts';
 import type { Config } from '../config.ts';
 import type { Db } from '../store/db.ts';
 import type { Principal, TokenSource } from './principal.ts';
-import { findTokenByHash, insertToken, type TokenWithAccount } from './token-repository.ts';
+import {
+  deleteExpiredTokens,
+  findTokenByHash,
+  insertToken,
+  type TokenWithAccount,
+} from './token-repository.ts';
 
 export const tokenPrefix = 'svc_';
-const cacheTtlMs = 5_000;
+export const tokenCacheTtlMs = 5_000;
 const cacheMaxEntries = 10_000;
 
 export interface MintedToken {
@@ -56,6 +61,7 @@ export function createTokenService(db: Db, config: Config, clock: Clock): TokenS
       const accessToken = `${tokenPrefix}${randomBytes(32).toString('base64url')}`;
       const now = clock();
       const expiresAt = new Date(now.getTime() + config.tokenTtlSeconds * 1000);
+      await deleteExpiredTokens(db, accountId, now);
       await insertToken(db, {
         id: randomUUID(),
         token_hash: hashToken(accessToken),
@@ -73,9 +79,9 @@ export function createTokenService(db: Db, config: Config, clock: Clock): TokenS
       const tokenHash = hashToken(accessToken);
       const now = clock().getTime();
       let entry = cache.get(tokenHash);
-      if (!entry || entry.until <= Date.now()) {
+      if (!entry || entry.until <= now) {
         const row = await findTokenByHash(db, tokenHash);
-        entry = { principal: row && toPrincipal(row, config), until: Date.now() + cacheTtlMs };
+        entry = { principal: row && toPrincipal(row, config), until: now + tokenCacheTtlMs };
         if (cache.size >= cacheMaxEntries) cache.clear();
         cache.set(tokenHash, entry);
       }

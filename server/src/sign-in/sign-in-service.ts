@@ -4,7 +4,7 @@
  * once for a fresh access token.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
-import { verifySshsig } from '@svc/sdk/sshsig';
+import { loginNamespace, verifySshsig } from '@svc/sdk/sshsig';
 import type { components } from '../../../generated/openapi.ts';
 import type { MintedToken, TokenService } from '../auth/token-service.ts';
 import type { Clock } from '../clock.ts';
@@ -17,7 +17,6 @@ import type { FailureLimit } from './failure-limit.ts';
 
 export type LoginChallenge = components['schemas']['LoginChallenge'];
 
-export const signInNamespace = 'svc-login';
 export const challengeLifetimeMs = 120_000;
 
 /** The exact text the developer signs, one item per line. */
@@ -29,7 +28,7 @@ export function challengeMessage(fields: {
   expiresAt: Date;
 }): string {
   return [
-    signInNamespace,
+    loginNamespace,
     `challenge: ${fields.challengeId}`,
     `nonce: ${fields.nonce}`,
     `audience: ${fields.audience}`,
@@ -78,7 +77,7 @@ export function createSignInService(deps: {
       });
       return {
         challenge_id: challengeId,
-        namespace: signInNamespace,
+        namespace: loginNamespace,
         message,
         expires_at: expiresAt.toISOString(),
       };
@@ -97,7 +96,7 @@ export function createSignInService(deps: {
         verifySshsig({
           armored: signature,
           message: challenge.message,
-          namespace: signInNamespace,
+          namespace: loginNamespace,
           publicKey: key.public_key,
         });
       if (!verified || !key) {

@@ -33,7 +33,9 @@ export async function findKeyByFingerprint(db: Db, fingerprint: string): Promise
 
 /** Removes one of the account's keys; its tokens go with it (ON DELETE CASCADE). */
 export async function deleteKey(db: Db, accountId: string, keyId: string): Promise<boolean> {
-  return (await db('ssh_keys').where({ id: keyId, account_id: accountId }).delete()) > 0;
+  // `returning` rather than the affected count: PGlite's driver reports the count differently from pg.
+  const removed = await db('ssh_keys').where({ id: keyId, account_id: accountId }).delete().returning('id');
+  return removed.length > 0;
 }
 
 export async function touchKey(db: Db, keyId: string, at: Date): Promise<void> {
