@@ -39,6 +39,14 @@ export class SshKit {
     return readFileSync(`${messagePath}.sig`, 'utf8');
   }
 
+  /** `SHA256:…` as `ssh-keygen -l` prints it. */
+  fingerprint(key: KeyFiles): string {
+    const line = execFileSync('ssh-keygen', ['-l', '-E', 'sha256', '-f', `${key.privatePath}.pub`], {
+      encoding: 'utf8',
+    });
+    return line.split(' ')[1] ?? '';
+  }
+
   cleanup(): void {
     rmSync(this.dir, { recursive: true, force: true });
   }

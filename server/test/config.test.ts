@@ -1,0 +1,56 @@
+import assert from 'node:assert/strict';
+import { resolve } from 'node:path';
+import { describe, test } from 'node:test';
+import { ConfigError, loadConfig } from '../src/config.ts';
+
+describe('config', () => {
+  test('when nothing is set then the embedded defaults apply', () => {
+    const config = loadConfig({});
+    assert.equal(config.host, '127.0.0.1');
+    assert.equal(config.port, 8080);
+    assert.equal(config.dataDir, resolve('.svc-data'));
+    assert.equal(config.databaseUrl, undefined);
+    assert.equal(config.publicUrl, undefined);
+    assert.equal(config.signup, 'open');
+    assert.equal(config.tokenTtlSeconds, 3600);
+    assert.equal(config.adminEmails.size, 0);
+  });
+
+  test('when variables are set then they are read and normalised', () => {
+    const config = loadConfig({
+      HOST: '0.0.0.0',
+      PORT: '9000',
+      DATA_DIR: '/var/lib/svc',
+      DATABASE_URL: 'postgres://127.0.0.1:5432/svc',
+      SVC_PUBLIC_URL: 'https://svc.example.com/',
+      SVC_SIGNUP: 'closed',
+      SVC_ADMIN_EMAILS: ' Root@Example.com, ops@example.com ,',
+      SVC_TOKEN_TTL: '15m',
+    });
+    assert.equal(config.port, 9000);
+    assert.equal(config.dataDir, '/var/lib/svc');
+    assert.equal(config.publicUrl, 'https://svc.example.com');
+    assert.equal(config.signup, 'closed');
+    assert.deepEqual([...config.adminEmails], ['root@example.com', 'ops@example.com']);
+    assert.equal(config.tokenTtlSeconds, 900);
+  });
+
+  const bad: [Record<string, string>, RegExp][] = [
+    [{ PORT: 'eighty' }, /^PORT /],
+    [{ PORT: '70000' }, /^PORT /],
+    [{ SVC_SIGNUP: 'maybe' }, /^SVC_SIGNUP must be one of open, closed/],
+    [{ SVC_TOKEN_TTL: '-1' }, /^SVC_TOKEN_TTL /],
+    [{ SVC_TOKEN_TTL: '1 week' }, /^SVC_TOKEN_TTL /],
+    [{ SVC_PUBLIC_URL: 'svc.example.com' }, /^SVC_PUBLIC_URL /],
+    [{ SVC_PUBLIC_URL: 'ftp://svc.example.com' }, /^SVC_PUBLIC_URL /],
+    [{ DATABASE_URL: 'mysql://localhost/svc' }, /^DATABASE_URL /],
+  ];
+  for (const [env, message] of bad) {
+    test(`when ${JSON.stringify(env)} then start-up fails naming the variable`, () => {
+      assert.throws(
+        () => loadConfig(env),
+        (error) => error instanceof ConfigError && message.test(error.message),
+      );
+    });
+  }
+});

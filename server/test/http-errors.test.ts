@@ -1,0 +1,151 @@
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { buildDocs } from '../../scripts/build-docs.ts';
+import { signUpDeveloper } from './support/accounts.ts';
+import { call } from './support/http.ts';
+import { startTestService, type TestService } from './support/service.ts';
+
+describe('the HTTP surface', () => {
+  let service: TestService;
+  let url: string;
+  const docsDir = mkdtempSync(join(tmpdir(), 'svc-docs-'));
+
+  before(async () => {
+    buildDocs(docsDir);
+    service = await startTestService({}, { docsDir });
+    url = service.url;
+  });
+
+  after(async () => {
+    await service.stop();
+    rmSync(docsDir, { recursive: true, force: true });
+  });
+
+  function assertProblem(
+    reply: { status: number; headers: Record<string, unknown>; body: unknown },
+    status: number,
+    code: string,
+  ) {
+    assert.equal(reply.status, status, JSON.stringify(reply.body));
+    assert.match(String(reply.headers['content-type']), /^application\/problem\+json/);
+    const problem = reply.body as Record<string, unknown>;
+    assert.equal(problem.status, status);
+    assert.equal(problem.code, code);
+    for (const member of ['type', 'title', 'detail']) assert.equal(typeof problem[member], 'string', member);
+    assert.doesNotMatch(JSON.stringify(problem), /at .*\.(ts|js):\d+/, 'no stack trace');
+  }
+
+  test('when the route does not exist then 404 problem+json, not an HTML page', async () => {
+    assertProblem(await call(url, 'GET', '/api/v1/nothing-here'), 404, 'not_found');
+    assertProblem(await call(url, 'GET', '/favicon.ico'), 404, 'not_found');
+  });
+
+  test('when the JSON is malformed then 400 malformed_json', async () => {
+    assertProblem(
+      await call(url, 'POST', '/api/v1/auth/challenges', { raw: '{"public_key": ' }),
+      400,
+      'malformed_json',
+    );
+  });
+
+  test('when the body is over the limit then 413 payload_too_large', async () => {
+    const big = JSON.stringify({ public_key: 'x'.repeat(service.config.jsonLimitBytes + 10) });
+    assertProblem(await call(url, 'POST', '/api/v1/auth/challenges', { raw: big }), 413, 'payload_too_large');
+  });
+
+  test('when a field is missing or mistyped then 400 validation_failed naming the field', async () => {
+    const missing = await call(url, 'POST', '/api/v1/auth/tokens', { body: { signature: 'x' } });
+    assertProblem(missing, 400, 'validation_failed');
+    assert.deepEqual(
+      missing.body.errors.map((e: { path: string }) => e.path),
+      ['/body/challenge_id'],
+    );
+    const mistyped = await call(url, 'POST', '/api/v1/account/signup', {
+      body: { email: 'ada@example.com', password: 12, name: 'Ada' },
+    });
+    assertProblem(mistyped, 400, 'validation_failed');
+    assert.match(mistyped.body.detail, /\/body\/password/);
+  });
+
+  test('when a query parameter is unknown then 400 naming it', async () => {
+    const reply = await call(url, 'GET', '/healthz?verbose=1');
+    assertProblem(reply, 400, 'validation_failed');
+    assert.match(reply.body.detail, /verbose/);
+  });
+
+  test('when the method is not offered on a path then 405', async () => {
+    assertProblem(await call(url, 'DELETE', '/api/v1/dev/me'), 405, 'method_not_allowed');
+  });
+
+  test('when an svc tool older than 5.6.0 calls then 426 says to run svc upgrade', async () => {
+    for (const agent of ['svc-cli/5.5.9', 'svc-cli/4.12.0', 'svc-cli/5.5.10 node/20']) {
+      const reply = await call(url, 'GET', '/api/v1/dev/me', { headers: { 'user-agent': agent } });
+      assertProblem(reply, 426, 'upgrade_required');
+      assert.match(reply.body.detail, /svc upgrade/);
+    }
+    for (const agent of ['svc-cli/5.6.0', 'svc-cli/5.10.1', 'svc-cli/6.0.0', 'curl/8.0']) {
+      const reply = await call(url, 'GET', '/healthz', { headers: { 'user-agent': agent } });
+      assert.equal(reply.status, 200, agent);
+    }
+  });
+
+  test('when a device id in a vehicle path is malformed then 422 with its code, before anything else', async () => {
+    // Vehicle routes need a credential first; with one, a malformed id is 422, never 400 or 500.
+    const developer = await signUpDeveloper(url);
+    const cases: [string, string][] = [
+      ['1HGCM82633A004352', 'missing_prefix'],
+      ['brand_x%3A1HGCM82633A004352', 'unknown_brand'],
+      ['brand_a%3A1HGCM82633A00435', 'invalid_native_id'],
+      ['BRAND_A%3A1HGCM82633A004352', 'unknown_brand'],
+    ];
+    for (const [deviceId, code] of cases) {
+      const reply = await call(url, 'GET', `/api/v1/cars/${deviceId}/status`, { token: developer.token });
+      assertProblem(reply, 422, code);
+    }
+    const mismatch = await call(url, 'POST', '/api/v1/cars/brand_a%3A1HGCM82633A004352/pair', {
+      token: developer.token,
+      body: { brand: 'brand_b' },
+    });
+    assertProblem(mismatch, 422, 'brand_mismatch');
+    const query = await call(url, 'GET', '/api/v1/admin/cars?device_id=brand_a', { token: developer.token });
+    assertProblem(query, 422, 'missing_prefix');
+  });
+
+  test('when liveness and readiness are asked then ok and ready', async () => {
+    assert.deepEqual((await call(url, 'GET', '/healthz')).body, { status: 'ok' });
+    assert.deepEqual((await call(url, 'GET', '/readyz')).body, { status: 'ready', checks: { store: 'ok' } });
+  });
+
+  test('when the contract is asked for then /openapi.json is the bundled contract', async () => {
+    const reply = await call(url, 'GET', '/openapi.json');
+    assert.equal(reply.status, 200);
+    assert.equal(reply.body.openapi, '3.1.0');
+    assert.ok(reply.body.paths['/api/v1/cars/{device_id}/status']);
+  });
+
+  test('when /docs is opened then the reference page and its script come from this service, no CDN', async () => {
+    const page = await call(url, 'GET', '/docs');
+    assert.equal(page.status, 200);
+    assert.match(String(page.headers['content-type']), /^text\/html/);
+    assert.match(page.body, /svc API/);
+    assert.match(page.body, /\/docs\/redoc\.standalone\.js/);
+    assert.doesNotMatch(
+      page.body,
+      /<script[^>]+src="https?:|import .* from "https?:|href="https?:[^"]+\.(js|css)"/,
+    );
+    const script = await call(url, 'GET', '/docs/redoc.standalone.js');
+    assert.equal(script.status, 200);
+    assert.ok(String(script.body).length > 100_000);
+  });
+
+  test('when the JWKS is asked for then it holds one ES256 public key and nothing private', async () => {
+    const reply = await call(url, 'GET', '/.well-known/jwks.json');
+    assert.equal(reply.status, 200);
+    assert.equal(reply.body.keys.length, 1);
+    assert.equal(reply.body.keys[0].alg, 'ES256');
+    assert.equal(reply.body.keys[0].d, undefined);
+  });
+});

@@ -1,0 +1,115 @@
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { after, before, describe, test } from 'node:test';
+import { parsePrivateKey, signSshsig } from '@svc/sdk/sshsig';
+import { registerKey, signUpDeveloper } from './support/accounts.ts';
+import { call } from './support/http.ts';
+import { startTestService, type TestService } from './support/service.ts';
+import { type KeyFiles, SshKit } from './support/ssh.ts';
+
+describe('access tokens', () => {
+  const kit = new SshKit();
+  let service: TestService;
+  let replica: TestService;
+
+  before(async () => {
+    service = await startTestService({ SVC_TOKEN_TTL: '15m' });
+    // A second API process on the same store, as behind a load balancer.
+    replica = await startTestService({ SVC_TOKEN_TTL: '15m' }, { store: service.store });
+  });
+  after(async () => {
+    await replica.stop();
+    await service.stop();
+    kit.cleanup();
+  });
+
+  async function login(url: string, key: KeyFiles): Promise<string> {
+    const issued = await call(url, 'POST', '/api/v1/auth/challenges', {
+      body: { public_key: key.publicLine },
+    });
+    const signer = parsePrivateKey(readFileSync(key.privatePath, 'utf8'));
+    const signature = await signSshsig(issued.body.message, signer, 'svc-login');
+    const token = await call(url, 'POST', '/api/v1/auth/tokens', {
+      body: { challenge_id: issued.body.challenge_id, signature },
+    });
+    assert.equal(token.status, 201, JSON.stringify(token.body));
+    return token.body.access_token;
+  }
+
+  test('when a token is minted then only its SHA-256 is stored', async () => {
+    const developer = await signUpDeveloper(service.url);
+    const rows = await service.store.db('access_tokens').where({ account_id: developer.accountId });
+    assert.equal(rows.length, 1);
+    assert.equal(rows[0].token_hash, createHash('sha256').update(developer.token).digest('hex'));
+    assert.ok(!JSON.stringify(rows).includes(developer.token));
+  });
+
+  test('when SVC_TOKEN_TTL is 15m then the token works for 15 minutes and not after', async () => {
+    const developer = await signUpDeveloper(service.url);
+    const me = await call(service.url, 'GET', '/api/v1/dev/me', { token: developer.token });
+    assert.equal(Date.parse(me.body.token.expires_at) - service.clock.now, 15 * 60_000);
+    service.clock.advance(15 * 60_000 - 1_000);
+    assert.equal((await call(service.url, 'GET', '/api/v1/dev/me', { token: developer.token })).status, 200);
+    service.clock.advance(1_000);
+    assert.equal((await call(service.url, 'GET', '/api/v1/dev/me', { token: developer.token })).status, 401);
+  });
+
+  test('when a token is checked again within 5 seconds then no database query is made for it', async () => {
+    const developer = await signUpDeveloper(service.url);
+    const queries: string[] = [];
+    const listener = (query: { sql: string }) => queries.push(query.sql);
+    service.store.db.on('query', listener);
+    try {
+      for (let i = 0; i < 5; i++) {
+        assert.equal(
+          (await call(service.url, 'GET', '/api/v1/dev/me', { token: developer.token })).status,
+          200,
+        );
+      }
+    } finally {
+      service.store.db.removeListener('query', listener);
+    }
+    assert.ok(queries.filter((sql) => sql.includes('access_tokens')).length <= 1, queries.join('\n'));
+  });
+
+  test('when a key is removed through another replica then its tokens stop working here within 5 seconds', async () => {
+    const developer = await signUpDeveloper(service.url);
+    const key = kit.makeKey();
+    const registered = await registerKey(service.url, developer, key.publicLine);
+    const token = await login(service.url, key);
+    assert.equal((await call(service.url, 'GET', '/api/v1/dev/me', { token })).status, 200);
+
+    const removed = await call(replica.url, 'DELETE', `/api/v1/dev/keys/${registered.id}`, {
+      token: developer.token,
+    });
+    assert.equal(removed.status, 204);
+    assert.equal(
+      (await call(replica.url, 'GET', '/api/v1/dev/me', { token })).status,
+      401,
+      'at once on the replica',
+    );
+
+    service.clock.advance(5_000);
+    assert.equal(
+      (await call(service.url, 'GET', '/api/v1/dev/me', { token })).status,
+      401,
+      'within 5 s here',
+    );
+  });
+
+  test('when tokens have been used then none of them appears in the logs', async () => {
+    const developer = await signUpDeveloper(service.url);
+    await call(service.url, 'GET', '/api/v1/dev/me', { token: developer.token });
+    await call(service.url, 'GET', '/api/v1/dev/me', { token: `${developer.token}x` });
+    assert.ok(!service.logs.join('\n').includes('svc_'));
+  });
+
+  test('when the Authorization header is not a bearer svc_ token then 401 with WWW-Authenticate', async () => {
+    for (const header of ['Basic YWRhOnB3', 'Bearer', 'Bearer not-ours', 'Bearer svc_unknown']) {
+      const reply = await call(service.url, 'GET', '/api/v1/dev/me', { headers: { authorization: header } });
+      assert.equal(reply.status, 401, header);
+      assert.equal(reply.headers['www-authenticate'], 'Bearer');
+    }
+  });
+});
