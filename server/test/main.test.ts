@@ -11,8 +11,9 @@ const mainModule = join(import.meta.dirname, '../src/main.ts');
 
 /** Starts the service as `npm start` does, and waits for the lines that say where it runs. */
 async function startProcess(dataDir: string): Promise<{ child: ChildProcess; url: string; banner: string }> {
-  const env = { ...process.env, PORT: '0', DATA_DIR: dataDir };
-  delete env.DATABASE_URL;
+  // Embedded mode even when the suite runs against Postgres: this is what `npm start` does on a fresh clone.
+  const { DATABASE_URL: _ignored, ...inherited } = process.env;
+  const env = { ...inherited, PORT: '0', DATA_DIR: dataDir };
   const child = spawn(process.execPath, ['--import', 'tsx', mainModule], {
     env,
     stdio: ['ignore', 'pipe', 'pipe'],

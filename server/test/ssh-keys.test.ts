@@ -1,8 +1,6 @@
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
-import { parsePrivateKey, signSshsig } from '@svc/sdk/sshsig';
-import { type Developer, registerKey, signUpDeveloper } from './support/accounts.ts';
+import { type Developer, registerKey, signInWithKey, signUpDeveloper } from './support/accounts.ts';
 import { call } from './support/http.ts';
 import { startTestService, type TestService } from './support/service.ts';
 import { type KeyFiles, SshKit } from './support/ssh.ts';
@@ -23,17 +21,7 @@ describe('SSH keys', () => {
     kit.cleanup();
   });
 
-  async function login(key: KeyFiles): Promise<string | number> {
-    const issued = await call(url, 'POST', '/api/v1/auth/challenges', {
-      body: { public_key: key.publicLine },
-    });
-    const signer = parsePrivateKey(readFileSync(key.privatePath, 'utf8'));
-    const signature = await signSshsig(issued.body.message, signer, 'svc-login');
-    const token = await call(url, 'POST', '/api/v1/auth/tokens', {
-      body: { challenge_id: issued.body.challenge_id, signature },
-    });
-    return token.status === 201 ? token.body.access_token : token.status;
-  }
+  const login = (key: KeyFiles) => signInWithKey(url, key);
 
   test('when a key is added then it is listed with its id, fingerprint, title and times', async () => {
     const key = kit.makeKey();

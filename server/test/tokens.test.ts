@@ -1,9 +1,7 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
-import { parsePrivateKey, signSshsig } from '@svc/sdk/sshsig';
-import { registerKey, signUpDeveloper } from './support/accounts.ts';
+import { registerKey, signInWithKey, signUpDeveloper } from './support/accounts.ts';
 import { call } from './support/http.ts';
 import { startTestService, type TestService } from './support/service.ts';
 import { type KeyFiles, SshKit } from './support/ssh.ts';
@@ -25,16 +23,9 @@ describe('access tokens', () => {
   });
 
   async function login(url: string, key: KeyFiles): Promise<string> {
-    const issued = await call(url, 'POST', '/api/v1/auth/challenges', {
-      body: { public_key: key.publicLine },
-    });
-    const signer = parsePrivateKey(readFileSync(key.privatePath, 'utf8'));
-    const signature = await signSshsig(issued.body.message, signer, 'svc-login');
-    const token = await call(url, 'POST', '/api/v1/auth/tokens', {
-      body: { challenge_id: issued.body.challenge_id, signature },
-    });
-    assert.equal(token.status, 201, JSON.stringify(token.body));
-    return token.body.access_token;
+    const token = await signInWithKey(url, key);
+    assert.equal(typeof token, 'string', `sign-in refused with ${token}`);
+    return String(token);
   }
 
   test('when a token is minted then only its SHA-256 is stored', async () => {

@@ -1,7 +1,10 @@
 /** What the web console does for a new developer: sign up, sign in with the password, paste a key. */
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { parsePrivateKey, signSshsig } from '@svc/sdk/sshsig';
 import { call } from './http.ts';
+import type { KeyFiles } from './ssh.ts';
 
 export interface Developer {
   email: string;
@@ -31,4 +34,18 @@ export async function registerKey(base: string, developer: Developer, publicKeyL
   });
   assert.equal(added.status, 201, JSON.stringify(added.body));
   return added.body as { id: string; fingerprint: string };
+}
+
+/** `svc login` over HTTP with the CLI's signing code: the access token, or the status that refused it. */
+export async function signInWithKey(base: string, key: KeyFiles): Promise<string | number> {
+  const issued = await call(base, 'POST', '/api/v1/auth/challenges', {
+    body: { public_key: key.publicLine },
+  });
+  if (issued.status !== 201) return issued.status;
+  const signer = parsePrivateKey(readFileSync(key.privatePath, 'utf8'));
+  const signature = await signSshsig(issued.body.message, signer, 'svc-login');
+  const token = await call(base, 'POST', '/api/v1/auth/tokens', {
+    body: { challenge_id: issued.body.challenge_id, signature },
+  });
+  return token.status === 201 ? token.body.access_token : token.status;
 }
