@@ -4,10 +4,11 @@
  * is a compile error until it has a handler, and a handler for an operation the contract lacks,
  * or one answering with a status or body the contract does not allow, does not compile either.
  */
-import type { Request, Response, Router } from 'express';
+import type { Request, RequestHandler, Response, Router } from 'express';
 import type { operations } from '../../../generated/openapi.ts';
 import { type OperationId, routes } from '../../../generated/routes.ts';
 import type { Principal } from '../auth/principal.ts';
+import { ProblemError } from './problem.ts';
 
 type Operation<K extends OperationId> = operations[K];
 
@@ -59,6 +60,8 @@ export type Handler<K extends OperationId> = (
 export interface BindOptions {
   /** Resolves the caller of a secured operation, or throws the 401 problem. */
   authenticate(req: Request): Promise<Principal>;
+  /** Middleware that checks a request to the operation against the contract, before its handler. */
+  validate?(operationId: OperationId): RequestHandler[];
 }
 
 /** Exactly one handler for every operation of the contract: no more, no fewer. */
@@ -87,19 +90,36 @@ function bindOne<K extends OperationId>(
 ): void {
   const route = routes[operationId];
   const secured = route.security.length > 0;
-  router[route.method](route.expressPath, async (req: Request, res: Response) => {
-    const principal = (secured ? await options.authenticate(req) : undefined) as PrincipalOf<K>;
-    // The request validator in front of the router has checked these against the contract.
-    const request = { params: req.params, query: req.query, body: req.body } as OperationRequest<K>;
-    const response = await handler(request, { principal, req, res });
-    if (!res.headersSent) send(res, response);
-  });
+  router[route.method](
+    route.expressPath,
+    ...(options.validate?.(operationId) ?? []),
+    async (req: Request, res: Response) => {
+      const principal = (secured ? await options.authenticate(req) : undefined) as PrincipalOf<K>;
+      // The request validator in front of the router has checked these against the contract.
+      const request = { params: req.params, query: req.query, body: req.body } as OperationRequest<K>;
+      const response = await handler(request, { principal, req, res });
+      if (!res.headersSent) send(res, response);
+    },
+  );
 }
 
-/** Registers every handler on `router`, most specific path first (the order of generated/routes.ts). */
+/**
+ * Registers every handler on `router`, most specific path first (the order of generated/routes.ts),
+ * and answers 405 with `Allow` for a path of the contract asked with a method it does not offer.
+ */
 export function bindHandlers(router: Router, handlers: Handlers, options: BindOptions): Router {
+  const allowed = new Map<string, string[]>();
   for (const operationId of Object.keys(routes) as OperationId[]) {
     bindOne(router, operationId, handlers[operationId] as Handler<typeof operationId>, options);
+    const { expressPath, method } = routes[operationId];
+    allowed.set(expressPath, [...(allowed.get(expressPath) ?? []), method.toUpperCase()]);
+  }
+  for (const [expressPath, methods] of allowed) {
+    router.all(expressPath, () => {
+      throw new ProblemError(405, 'method_not_allowed', `This path answers ${methods.join(', ')} only.`, {
+        headers: { Allow: methods.join(', ') },
+      });
+    });
   }
   return router;
 }
