@@ -15,3 +15,5 @@ export {
 } from './device-id.ts';
 export type { CarTopicSuffix, DeviceTopic } from './device-topic.ts';
 export { deviceTopic, parseDeviceTopic } from './device-topic.ts';
+export type { ApiClient, ApiClientOptions, components, Problem, paths } from './api-client.ts';
+export { createApiClient, isProblem } from './api-client.ts';

@@ -1,0 +1,37 @@
+/**
+ * Options every command shares, and one place that turns failures into messages and exit codes.
+ * Kept free of heavy imports: a command's real work is loaded only when it runs.
+ */
+import { Command, Option, UsageError } from 'clipanion';
+import type { SvcContext } from './context.ts';
+import { CliError, ExitCode } from './errors.ts';
+
+export abstract class BaseCommand extends Command<SvcContext> {
+  apiUrl = Option.String('--api-url', {
+    description: 'The svc service to talk to (default: $SVC_API_URL, else where you last signed in)',
+  });
+
+  /** Set by `catch` when the command failed; the runner turns it into the exit code. */
+  failure: number | undefined;
+
+  override async catch(error: unknown): Promise<void> {
+    const { stderr, env } = this.context;
+    if (error instanceof CliError) {
+      this.failure = error.exitCode;
+      stderr.write(`svc: ${error.message}\n`);
+    } else if (error instanceof UsageError) {
+      this.failure = ExitCode.usage;
+      stderr.write(`svc: ${error.message}\n`);
+    } else {
+      this.failure = ExitCode.failure;
+      const detail = error instanceof Error ? error.message : String(error);
+      stderr.write(`svc: something went wrong: ${detail}\n`);
+      if (env.SVC_DEBUG && error instanceof Error && error.stack) stderr.write(`${error.stack}\n`);
+    }
+  }
+}
+
+/** Commands that print data take `--json`: one JSON document on stdout and nothing else there. */
+export abstract class DataCommand extends BaseCommand {
+  json = Option.Boolean('--json', false, { description: 'Print one JSON document on stdout' });
+}

@@ -1,0 +1,25 @@
+/** How `svc` fails: a message for a person, and a stable exit code for scripts. */
+export const ExitCode = {
+  success: 0,
+  failure: 1,
+  usage: 2,
+  authenticationNeeded: 4,
+} as const;
+
+/** A failure the user can act on: printed as `svc: <message>`, no stack. */
+export class CliError extends Error {
+  override readonly name = 'CliError';
+  readonly exitCode: number;
+
+  constructor(message: string, exitCode: number = ExitCode.failure) {
+    super(message);
+    this.exitCode = exitCode;
+  }
+}
+
+/** No usable credential: the fix is always to sign in. */
+export class AuthenticationNeeded extends CliError {
+  constructor(message = 'Your session has expired or is not valid: run `svc login`.') {
+    super(message, ExitCode.authenticationNeeded);
+  }
+}

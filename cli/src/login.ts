@@ -1,0 +1,175 @@
+/**
+ * `svc login`: prove possession of the SSH key by signing the service's one-time challenge, then
+ * keep the access token. Through ssh-agent when it holds the key (no private key is read then),
+ * else from the key file. Nothing is signed unless the challenge is for this service and this key.
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import {
+  fingerprint,
+  formatPublicKeyLine,
+  loginNamespace,
+  parsePrivateKey,
+  parsePublicKeyLine,
+  SshKeyError,
+  type SshSigner,
+  signSshsig,
+} from '@svc/sdk/sshsig';
+import type { SvcContext } from './context.ts';
+import { AuthenticationNeeded, CliError } from './errors.ts';
+import { canPrompt, promptHidden } from './prompt.ts';
+import { expectOk, type Session } from './session.ts';
+import { agentSigner } from './ssh-agent.ts';
+
+export interface LoginOptions {
+  keyPath: string | undefined;
+  passphrase: string | undefined;
+}
+
+export function defaultKeyPath(home: string): string {
+  return join(home, '.ssh', 'id_ed25519');
+}
+
+function expandHome(path: string, home: string): string {
+  return path === '~' || path.startsWith('~/') ? join(home, path.slice(1)) : path;
+}
+
+interface KeySigner {
+  signer: SshSigner;
+  publicKeyBlob: Buffer;
+  via: 'ssh-agent' | 'key file';
+}
+
+function keyFileProblem(error: SshKeyError, keyPath: string): CliError {
+  switch (error.code) {
+    case 'passphrase_required':
+      return new CliError(
+        `the key ${keyPath} is protected by a passphrase and there is no terminal to ask for it: ` +
+          `pass --passphrase, or load the key into ssh-agent (ssh-add ${keyPath}).`,
+      );
+    case 'wrong_passphrase':
+      return new CliError(`the passphrase for ${keyPath} is not right.`);
+    case 'unsupported_key_type':
+      return new CliError(
+        `${error.message}. svc signs in with ed25519 keys only: make one with ssh-keygen -t ed25519 -f ${keyPath}`,
+      );
+    default:
+      return new CliError(`${keyPath} is not a usable OpenSSH private key: ${error.message}`);
+  }
+}
+
+async function readKeyFile(keyPath: string, options: LoginOptions, context: SvcContext): Promise<KeySigner> {
+  if (!existsSync(keyPath)) {
+    throw new CliError(
+      `there is no SSH key at ${keyPath}. Make one with: ssh-keygen -t ed25519 -f ${keyPath}\n` +
+        `then register ${keyPath}.pub in the web console (Account, SSH keys), or pass --key <path>.`,
+    );
+  }
+  const pem = readFileSync(keyPath, 'utf8');
+  try {
+    const key = parsePrivateKey(pem, options.passphrase);
+    return { signer: key, publicKeyBlob: key.publicKeyBlob, via: 'key file' };
+  } catch (error) {
+    if (!(error instanceof SshKeyError)) throw error;
+    if (
+      error.code === 'passphrase_required' &&
+      options.passphrase === undefined &&
+      canPrompt(context.stdin)
+    ) {
+      const passphrase = await promptHidden(`Passphrase for ${keyPath}: `, context.stdin, context.stderr);
+      return readKeyFile(keyPath, { ...options, passphrase }, context);
+    }
+    throw keyFileProblem(error, keyPath);
+  }
+}
+
+async function findSigner(keyPath: string, options: LoginOptions, context: SvcContext): Promise<KeySigner> {
+  const publicPath = `${keyPath}.pub`;
+  if (context.env.SSH_AUTH_SOCK && existsSync(publicPath)) {
+    try {
+      const { publicKeyBlob } = parsePublicKeyLine(readFileSync(publicPath, 'utf8'));
+      const signer = await agentSigner(context.env.SSH_AUTH_SOCK, publicKeyBlob);
+      if (signer) return { signer, publicKeyBlob, via: 'ssh-agent' };
+    } catch (error) {
+      // As ssh does: an agent or .pub that fails is reported, and the key file is tried instead.
+      const reason = error instanceof Error ? error.message : String(error);
+      context.stderr.write(`svc: not using ssh-agent (${reason}); reading ${keyPath} instead\n`);
+    }
+  }
+  return readKeyFile(keyPath, options, context);
+}
+
+/** The fields of the challenge message, one `name: value` per line after the namespace line. */
+function challengeFields(message: string): Map<string, string> {
+  const fields = new Map<string, string>();
+  for (const line of message.split('\n').slice(1)) {
+    const colon = line.indexOf(': ');
+    if (colon > 0) fields.set(line.slice(0, colon), line.slice(colon + 2));
+  }
+  return fields;
+}
+
+/** Refuses to sign anything but a login challenge for this service and this key. */
+export function checkChallenge(
+  challenge: { namespace: string; message: string },
+  expected: { apiUrl: string; fingerprint: string },
+): void {
+  const fields = challengeFields(challenge.message);
+  const problems: string[] = [];
+  if (challenge.namespace !== loginNamespace || challenge.message.split('\n')[0] !== loginNamespace) {
+    problems.push(`its namespace is not ${loginNamespace}`);
+  }
+  if (fields.get('audience') !== expected.apiUrl) {
+    problems.push(`it is for ${fields.get('audience') ?? 'no audience'}, not ${expected.apiUrl}`);
+  }
+  if (fields.get('fingerprint') !== expected.fingerprint) {
+    problems.push(`it names key ${fields.get('fingerprint') ?? 'none'}, not ${expected.fingerprint}`);
+  }
+  if (problems.length > 0) {
+    throw new CliError(`refusing to sign the challenge from ${expected.apiUrl}: ${problems.join('; ')}.`);
+  }
+}
+
+export async function login(session: Session, options: LoginOptions, context: SvcContext) {
+  const keyPath = expandHome(options.keyPath ?? defaultKeyPath(context.home), context.home);
+  const { signer, publicKeyBlob, via } = await findSigner(keyPath, options, context);
+  const keyFingerprint = fingerprint(publicKeyBlob);
+  const { client, apiUrl } = session;
+
+  const challenge = await expectOk(
+    apiUrl,
+    client.POST('/api/v1/auth/challenges', { body: { public_key: formatPublicKeyLine({ publicKeyBlob }) } }),
+  );
+  checkChallenge(challenge, { apiUrl, fingerprint: keyFingerprint });
+  const signature = await signSshsig(challenge.message, signer, loginNamespace);
+  const token = await expectOk(
+    apiUrl,
+    client.POST('/api/v1/auth/tokens', { body: { challenge_id: challenge.challenge_id, signature } }),
+  ).catch((error: unknown) => {
+    if (error instanceof AuthenticationNeeded) {
+      throw new AuthenticationNeeded(
+        `the service at ${apiUrl} did not accept the key ${keyFingerprint} (${keyPath}). Is it registered? ` +
+          `Add ${keyPath}.pub in the web console (Account, SSH keys), or with \`svc keys add\` where you are signed in.`,
+      );
+    }
+    throw error;
+  });
+  await session.store.write({
+    access_token: token.access_token,
+    expires_at: token.expires_at,
+    api_url: apiUrl,
+  });
+  const me = await expectOk(
+    apiUrl,
+    client.GET('/api/v1/dev/me', { headers: { authorization: `Bearer ${token.access_token}` } }),
+  );
+  return {
+    apiUrl,
+    keyPath,
+    keyFingerprint,
+    via,
+    expiresAt: token.expires_at,
+    email: me.account.email,
+    store: session.store.kind,
+  };
+}

@@ -1,0 +1,95 @@
+/**
+ * A command's connection to the service: which URL, which token (SVC_TOKEN, else the stored one),
+ * the typed client, and the one place where HTTP failures become messages a person can act on.
+ */
+import { type ApiClient, createApiClient, isProblem } from '@svc/sdk';
+import { defaultApiUrl, type SvcContext } from './context.ts';
+import { AuthenticationNeeded, CliError } from './errors.ts';
+import { openTokenStore, resolveToken, type TokenSource, type TokenStore } from './token-store.ts';
+import { userAgent } from './version.ts';
+
+export interface Session {
+  apiUrl: string;
+  client: ApiClient;
+  store: TokenStore;
+  token: { value: string; source: TokenSource } | undefined;
+}
+
+function normalizeUrl(raw: string, from: string): string {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new CliError(`${from} is not a URL: "${raw}" (for example http://127.0.0.1:8080)`);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+    throw new CliError(`${from} must be an http or https URL, not "${raw}"`);
+  }
+  return url.href.replace(/\/+$/, '');
+}
+
+export async function openSession(context: SvcContext, apiUrlOption: string | undefined): Promise<Session> {
+  const store = await openTokenStore({
+    home: context.home,
+    warn: (message) => context.stderr.write(`svc: ${message}\n`),
+  });
+  const resolved = await resolveToken(context.env, store);
+  // --api-url, else SVC_API_URL, else the service the stored token is for, else a local service.
+  const apiUrl = apiUrlOption
+    ? normalizeUrl(apiUrlOption, '--api-url')
+    : context.env.SVC_API_URL
+      ? normalizeUrl(context.env.SVC_API_URL, 'SVC_API_URL')
+      : (resolved?.credential?.api_url ?? defaultApiUrl);
+  const token = resolved && { value: resolved.token, source: resolved.source };
+  const client = createApiClient({ baseUrl: apiUrl, token: () => token?.value, userAgent });
+  return { apiUrl, client, store, token };
+}
+
+/** The session's token, or exit 4 with what to do. */
+export function requireToken(session: Session): string {
+  if (!session.token)
+    throw new AuthenticationNeeded('You are not signed in: run `svc login` (or set SVC_TOKEN).');
+  return session.token.value;
+}
+
+interface FetchResult<T> {
+  data?: T;
+  error?: unknown;
+  response: Response;
+}
+
+/** The body of a successful call, or a CliError that says what went wrong and what to do. */
+export async function expectOk<T>(apiUrl: string, call: Promise<FetchResult<T>>): Promise<T> {
+  let result: FetchResult<T>;
+  try {
+    result = await call;
+  } catch (error) {
+    const cause = (error as { cause?: { code?: string } }).cause?.code;
+    throw new CliError(
+      `cannot reach the svc service at ${apiUrl}${cause ? ` (${cause})` : ''}: is it running, and is the URL right? ` +
+        'Set it with --api-url or SVC_API_URL.',
+    );
+  }
+  const { response } = result;
+  if (response.ok) return result.data as T;
+  const problem = isProblem(result.error) ? result.error : undefined;
+  switch (response.status) {
+    case 401:
+      throw new AuthenticationNeeded();
+    case 426:
+      // The service's detail names the versions and says to run `svc upgrade`.
+      throw new CliError(problem?.detail ?? 'this svc is too old for the service: run `svc upgrade`.');
+    case 429: {
+      const retryAfter = response.headers.get('retry-after');
+      throw new CliError(
+        `too many attempts: try again ${retryAfter ? `in ${retryAfter} seconds` : 'in a minute'}.`,
+      );
+    }
+    default:
+      throw new CliError(
+        problem
+          ? `${problem.detail} (${problem.code}, HTTP ${response.status})`
+          : `the service answered HTTP ${response.status}`,
+      );
+  }
+}

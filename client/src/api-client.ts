@@ -1,0 +1,47 @@
+/** The typed HTTP client of the svc API: openapi-fetch over the generated `paths`, with bearer auth. */
+import createClient, { type Client, type Middleware } from 'openapi-fetch';
+import type { components, paths } from '../../generated/openapi.ts';
+
+export type { components, paths };
+export type ApiClient = Client<paths>;
+export type Problem = components['schemas']['Problem'];
+
+export interface ApiClientOptions {
+  baseUrl: string;
+  /** The access token, or a function that returns it (read when each request is sent). */
+  token?: string | (() => string | undefined);
+  /** Sent as `User-Agent` where the platform allows it (Node; browsers forbid the header). */
+  userAgent?: string;
+  fetch?: typeof globalThis.fetch;
+}
+
+/** Adds `Authorization: Bearer …` and the user agent to every request. */
+function authMiddleware(options: ApiClientOptions): Middleware {
+  return {
+    onRequest({ request }) {
+      const token = typeof options.token === 'function' ? options.token() : options.token;
+      if (token) request.headers.set('authorization', `Bearer ${token}`);
+      if (options.userAgent) request.headers.set('user-agent', options.userAgent);
+      return request;
+    },
+  };
+}
+
+export function createApiClient(options: ApiClientOptions): ApiClient {
+  const client = createClient<paths>({
+    baseUrl: options.baseUrl.replace(/\/+$/, ''),
+    ...(options.fetch ? { fetch: options.fetch } : {}),
+  });
+  client.use(authMiddleware(options));
+  return client;
+}
+
+/** Whether a parsed error body is an RFC 9457 problem of this API. */
+export function isProblem(value: unknown): value is Problem {
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    typeof (value as Problem).status === 'number' &&
+    typeof (value as Problem).code === 'string'
+  );
+}

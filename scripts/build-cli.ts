@@ -1,0 +1,39 @@
+/**
+ * Bundles the `svc` CLI with esbuild into cli/dist: one small entry that parses the command line,
+ * and a chunk per command's work, loaded only when that command runs (fast `svc --help`).
+ */
+import { chmodSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { build } from 'esbuild';
+import { repoRoot } from './repo-root.ts';
+
+export const cliDist = join(repoRoot, 'cli/dist');
+
+export async function buildCli(): Promise<void> {
+  rmSync(cliDist, { recursive: true, force: true });
+  await build({
+    entryPoints: { svc: join(repoRoot, 'cli/src/main.ts') },
+    outdir: cliDist,
+    bundle: true,
+    splitting: true,
+    format: 'esm',
+    platform: 'node',
+    target: 'node20',
+    // A native module: installed from its platform package, never bundled.
+    external: ['@napi-rs/keyring'],
+    // Bundled CommonJS dependencies may still call require().
+    banner: {
+      js: "import { createRequire as __svcCreateRequire } from 'node:module'; const require = __svcCreateRequire(import.meta.url);",
+    },
+    chunkNames: 'chunks/[name]-[hash]',
+    legalComments: 'none',
+    logLevel: 'warning',
+  });
+  chmodSync(join(cliDist, 'svc.js'), 0o755);
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  await buildCli();
+  process.stdout.write('built cli/dist/svc.js\n');
+}
