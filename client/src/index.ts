@@ -1,6 +1,8 @@
 /** @svc/sdk: the public API of the SDK, one list of exports. */
 export type { Brand } from '../../generated/brands.ts';
 export { brands, nativeIdPatterns } from '../../generated/brands.ts';
+export type { ApiClient, ApiClientOptions, components, Problem, paths } from './api-client.ts';
+export { createApiClient, isProblem } from './api-client.ts';
 export type { DeviceIdErrorCode, DeviceIdParts, ValidateDeviceIdOptions } from './device-id.ts';
 export {
   DeviceIdError,
@@ -15,5 +17,3 @@ export {
 } from './device-id.ts';
 export type { CarTopicSuffix, DeviceTopic } from './device-topic.ts';
 export { deviceTopic, parseDeviceTopic } from './device-topic.ts';
-export type { ApiClient, ApiClientOptions, components, Problem, paths } from './api-client.ts';
-export { createApiClient, isProblem } from './api-client.ts';
