@@ -203,7 +203,6 @@ class FallbackTokenStore implements TokenStore {
         this.#fallBack(error);
       }
     }
-    this.#warnIfFileIsTheStore();
     // Read even when the credential store works: a token written while it was unusable (an
     // earlier run without a session bus) is still the user's sign-in.
     const credential = parseCredential(await readTokenFile(this.file));
@@ -243,7 +242,6 @@ class FallbackTokenStore implements TokenStore {
         this.#fallBack(error);
       }
     }
-    this.#warnIfFileIsTheStore();
     // Both places: `svc logout` must not leave a token that a later read would find.
     const removedFile = await removeTokenFile(this.file);
     return removed || removedFile;
@@ -254,6 +252,7 @@ class FallbackTokenStore implements TokenStore {
     this.#fallbackReason = reasonOf(error);
   }
 
+  /** Said when a token is about to land in the file, not on reads: that is when it matters. */
   #warnIfFileIsTheStore(): void {
     if (this.#keyring || this.#warned) return;
     this.#warned = true;

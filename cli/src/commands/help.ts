@@ -1,11 +1,20 @@
-import { Command } from 'clipanion';
+import { Command, Option } from 'clipanion';
 import type { SvcContext } from '../context.ts';
 
 /** `svc --help`: every command with its one-line description and examples, grouped as in the usage. */
 export class HelpCommand extends Command<SvcContext> {
   static override paths = [Command.Default, ['-h'], ['--help'], ['help']];
 
+  /** What follows `svc` when it matched no command. */
+  words = Option.Rest();
+
   async execute(): Promise<number> {
+    if (this.words.length > 0) {
+      this.context.stderr.write(
+        `svc: there is no command "${this.words.join(' ')}": run \`svc --help\` to see them all.\n`,
+      );
+      return 2;
+    }
     const definitions = this.cli.definitions().filter((definition) => definition.description);
     const lines = [
       `${this.cli.binaryLabel} ${this.cli.binaryVersion ?? ''}`.trimEnd(),

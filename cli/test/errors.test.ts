@@ -1,0 +1,182 @@
+import assert from 'node:assert/strict';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { buildCli } from '../../scripts/build-cli.ts';
+import { makeKey } from './support/ssh.ts';
+import { svc, userEnv } from './support/svc.ts';
+
+// A stand-in for the service that answers each request with the reply the test sets, so that
+// the CLI's handling of every kind of answer can be shown; the real service is in e2e.test.ts.
+interface Reply {
+  status: number;
+  body: unknown;
+  headers?: Record<string, string>;
+}
+
+describe('svc errors a person understands', () => {
+  const home = mkdtempSync(join(tmpdir(), 'svc-home-'));
+  let server: Server;
+  let url = '';
+  let reply: Reply = { status: 200, body: {} };
+  const seen: IncomingHttpHeaders[] = [];
+  const me = {
+    account: {
+      id: '0b9d6f4e-1c2a-4e5b-8f3d-7a6c5b4e3d21',
+      email: 'ada@example.com',
+      name: 'Ada',
+      roles: ['developer'],
+      created_at: '2026-11-21T09:00:00Z',
+    },
+    token: { source: 'web_session', expires_at: '2026-11-21T11:00:00Z' },
+  };
+  const problem = (status: number, code: string, detail: string): Reply => ({
+    status,
+    body: { type: `/problems/${code}`, title: code, status, detail, code },
+  });
+
+  before(async () => {
+    await buildCli();
+    mkdirSync(join(home, '.ssh'), { mode: 0o700 });
+    server = createServer((req, res) => {
+      seen.push(req.headers);
+      res.writeHead(reply.status, {
+        'content-type': reply.status >= 400 ? 'application/problem+json' : 'application/json',
+        ...reply.headers,
+      });
+      res.end(JSON.stringify(reply.body));
+    });
+    server.listen(0, '127.0.0.1');
+    await new Promise((resolve) => server.once('listening', resolve));
+    url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  });
+
+  after(() => {
+    server.close();
+    rmSync(home, { recursive: true, force: true });
+  });
+
+  const env = (extra: Record<string, string> = {}) =>
+    userEnv(home, { SVC_API_URL: url, SVC_TOKEN: 'svc_test_token_00000000000000', ...extra });
+
+  test('when the key file is missing then the message names the path and how to make a key', async () => {
+    const run = await svc(['login', '--key', join(home, '.ssh', 'nothing_here')], env());
+    assert.equal(run.code, 1);
+    assert.match(run.stderr, /no SSH key at .*nothing_here/);
+    assert.match(run.stderr, /ssh-keygen -t ed25519/);
+  });
+
+  test('when the key is not ed25519 then it says so and how to make one', async () => {
+    const rsa = makeKey(join(home, '.ssh'), 'id_rsa', { type: 'rsa' });
+    const run = await svc(['login', '--key', rsa.path], env());
+    assert.equal(run.code, 1);
+    assert.match(run.stderr, /ssh-rsa/);
+    assert.match(run.stderr, /ed25519 keys only/);
+  });
+
+  test('when the key has a passphrase and there is no terminal and no --passphrase then it says so', async () => {
+    const locked = makeKey(join(home, '.ssh'), 'locked', { passphrase: 'secret words' });
+    const run = await svc(['login', '--key', locked.path], env());
+    assert.equal(run.code, 1);
+    assert.match(run.stderr, /protected by a passphrase and there is no terminal/);
+    const wrong = await svc(['login', '--key', locked.path, '--passphrase', 'nope'], env());
+    assert.match(wrong.stderr, /passphrase for .*locked is not right/);
+  });
+
+  test('when the service cannot be reached then the message names the URL', async () => {
+    const run = await svc(['whoami'], env({ SVC_API_URL: 'http://127.0.0.1:9' }));
+    assert.equal(run.code, 1);
+    assert.match(run.stderr, /cannot reach the svc service at http:\/\/127\.0\.0\.1:9/);
+  });
+
+  test('when the token is refused (401) then it says to run svc login, exit 4', async () => {
+    reply = problem(401, 'unauthorized', 'Your session has expired or is not valid.');
+    const run = await svc(['whoami'], env());
+    assert.equal(run.code, 4);
+    assert.match(run.stderr, /run `svc login`/);
+    assert.equal(run.stdout, '');
+  });
+
+  test('when there is no token at all then exit 4 before any request', async () => {
+    const before = seen.length;
+    const run = await svc(['keys', 'list'], userEnv(home, { SVC_API_URL: url }));
+    assert.equal(run.code, 4);
+    assert.match(run.stderr, /not signed in: run `svc login`/);
+    assert.equal(seen.length, before);
+  });
+
+  test('when the tool is too old (426) then it says to run svc upgrade', async () => {
+    reply = problem(426, 'upgrade_required', 'svc 5.5.0 is too old for this service: run `svc upgrade`.');
+    const run = await svc(['keys', 'list'], env());
+    assert.equal(run.code, 1);
+    assert.match(run.stderr, /svc upgrade/);
+  });
+
+  test('when there were too many attempts (429) then it says when to retry', async () => {
+    reply = {
+      ...problem(429, 'rate_limited', 'Too many failed sign-in attempts.'),
+      headers: { 'retry-after': '17' },
+    };
+    const run = await svc(['whoami'], env());
+    assert.equal(run.code, 1);
+    assert.match(run.stderr, /try again in 17 seconds/);
+  });
+
+  test('when any request is sent then it names the tool and its version', async () => {
+    reply = { status: 200, body: me };
+    await svc(['whoami'], env());
+    assert.equal(seen.at(-1)?.['user-agent'], 'svc-cli/5.6.0');
+    assert.equal(seen.at(-1)?.authorization, 'Bearer svc_test_token_00000000000000');
+  });
+
+  test('when --json is given then stdout is one JSON document and nothing else', async () => {
+    reply = { status: 200, body: me };
+    const run = await svc(['whoami', '--json'], env());
+    assert.equal(run.code, 0, run.stderr);
+    const document = JSON.parse(run.stdout);
+    assert.equal(document.account.email, 'ada@example.com');
+    assert.equal(document.token_source, 'SVC_TOKEN');
+    assert.equal(run.stdout.trim().split('\n').length, 1);
+
+    reply = { status: 200, body: { keys: [] } };
+    assert.deepEqual(JSON.parse((await svc(['keys', 'list', '--json'], env())).stdout), { keys: [] });
+    reply = { status: 200, body: { mini_apps: [] } };
+    assert.deepEqual(JSON.parse((await svc(['status', '--json'], env())).stdout), { mini_apps: [] });
+  });
+
+  test('when the developer has no apps then status says how to publish one', async () => {
+    reply = { status: 200, body: { mini_apps: [] } };
+    const run = await svc(['status'], env());
+    assert.equal(run.code, 0);
+    assert.match(run.stdout, /no mini-apps yet: publish one with `svc publish`/);
+  });
+
+  test('when the command line is wrong then exit 2 with the usage', async () => {
+    const missing = await svc(['keys', 'remove'], env());
+    assert.equal(missing.code, 2);
+    const unknown = await svc(['frobnicate'], env());
+    assert.equal(unknown.code, 2);
+    assert.match(unknown.stderr, /no command "frobnicate"/);
+  });
+
+  test('when --version or --help is asked then 5.6.x and every command with examples', async () => {
+    assert.match((await svc(['--version'], env())).stdout, /^5\.6\.\d+\n$/);
+    const help = await svc(['--help'], env());
+    for (const command of [
+      'login',
+      'whoami',
+      'logout',
+      'status',
+      'keys list',
+      'keys add',
+      'keys remove',
+      'upgrade',
+    ]) {
+      assert.match(help.stdout, new RegExp(`svc ${command} +\\S`), command);
+      assert.match(help.stdout, new RegExp(`\\$ svc ${command}`), `an example of ${command}`);
+    }
+  });
+});

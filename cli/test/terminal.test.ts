@@ -1,0 +1,89 @@
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { PassThrough } from 'node:stream';
+import { after, before, describe, test } from 'node:test';
+import { buildCli } from '../../scripts/build-cli.ts';
+import { runCli } from '../src/cli.ts';
+import { makeKey } from './support/ssh.ts';
+import { svcBinary, userEnv } from './support/svc.ts';
+
+/** Runs svc on a real pseudo-terminal (util-linux `script`), typing `typed` once it has started. */
+function onTerminal(
+  args: string[],
+  env: NodeJS.ProcessEnv,
+  typed: string,
+): Promise<{ code: number | null; screen: string }> {
+  const command = [process.execPath, svcBinary, ...args]
+    .map((word) => `'${word.replaceAll("'", "'\\''")}'`)
+    .join(' ');
+  const child = spawn('script', ['-qfec', command, '/dev/null'], { env, stdio: ['pipe', 'pipe', 'pipe'] });
+  let screen = '';
+  child.stdout.on('data', (chunk: Buffer) => {
+    screen += chunk.toString();
+    if (screen.includes('Passphrase for') && typed) {
+      child.stdin.write(`${typed}\r`);
+      typed = '';
+    }
+  });
+  return new Promise((resolve) => child.once('exit', (code) => resolve({ code, screen })));
+}
+
+describe('svc on a terminal', () => {
+  const home = mkdtempSync(join(tmpdir(), 'svc-tty-'));
+  let key: { path: string };
+
+  before(async () => {
+    await buildCli();
+    key = makeKey(home, 'locked_ed25519', { passphrase: 'open sesame' });
+  });
+  after(() => rmSync(home, { recursive: true, force: true }));
+
+  const env = () => userEnv(home, { SVC_API_URL: 'http://127.0.0.1:9', TERM: 'dumb' });
+
+  test('when the key has a passphrase then it is asked for without echo, and used', async () => {
+    const { screen } = await onTerminal(['login', '--key', key.path], env(), 'open sesame');
+    assert.match(screen, /Passphrase for .*locked_ed25519: /);
+    assert.doesNotMatch(screen, /open sesame/, 'the passphrase is not echoed');
+    // The key opened, so login went on to the (unreachable) service.
+    assert.match(screen, /cannot reach the svc service/);
+  });
+
+  test('when the typed passphrase is wrong then it says so', async () => {
+    const { code, screen } = await onTerminal(['login', '--key', key.path], env(), 'not it');
+    assert.equal(code, 1);
+    assert.match(screen, /passphrase for .*locked_ed25519 is not right/);
+  });
+});
+
+describe('svc colours', () => {
+  async function usageError(env: NodeJS.ProcessEnv) {
+    const stdout = new PassThrough();
+    const stderr = new PassThrough();
+    let text = '';
+    stderr.on('data', (chunk: Buffer) => {
+      text += chunk.toString();
+    });
+    const code = await runCli(['keys', 'remove'], {
+      env,
+      stdin: new PassThrough(),
+      stdout,
+      stderr,
+      colorDepth: 256,
+      home: tmpdir(),
+    });
+    return { code, text };
+  }
+
+  test('when the terminal has colours then errors are coloured, and with NO_COLOR they are not', async () => {
+    const coloured = await usageError({});
+    assert.equal(coloured.code, 2);
+    assert.match(coloured.text, /\u001b\[/);
+    const plain = await usageError({ NO_COLOR: '1' });
+    assert.equal(plain.code, 2);
+    assert.doesNotMatch(plain.text, /\u001b\[/);
+    assert.match(plain.text, /Not enough positional arguments/);
+  });
+});
