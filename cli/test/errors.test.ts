@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -23,6 +24,7 @@ describe('svc errors a person understands', () => {
   let url = '';
   let reply: Reply = { status: 200, body: {} };
   const seen: IncomingHttpHeaders[] = [];
+  const paths: string[] = [];
   const me = {
     account: {
       id: '0b9d6f4e-1c2a-4e5b-8f3d-7a6c5b4e3d21',
@@ -43,6 +45,7 @@ describe('svc errors a person understands', () => {
     mkdirSync(join(home, '.ssh'), { mode: 0o700 });
     server = createServer((req, res) => {
       seen.push(req.headers);
+      paths.push(`${req.method} ${req.url}`);
       res.writeHead(reply.status, {
         'content-type': reply.status >= 400 ? 'application/problem+json' : 'application/json',
         ...reply.headers,
@@ -84,6 +87,45 @@ describe('svc errors a person understands', () => {
     assert.match(run.stderr, /protected by a passphrase and there is no terminal/);
     const wrong = await svc(['login', '--key', locked.path, '--passphrase', 'nope'], env());
     assert.match(wrong.stderr, /passphrase for .*locked is not right/);
+  });
+
+  test('when the challenge is for another service, key or namespace then svc refuses to sign it', async () => {
+    const key = makeKey(join(home, '.ssh'), 'challenged');
+    const fingerprint = execFileSync('ssh-keygen', ['-l', '-E', 'sha256', '-f', `${key.path}.pub`], {
+      encoding: 'utf8',
+    }).split(' ')[1];
+    const challenge = (audience: string, keyFingerprint: string, namespace = 'svc-login') => ({
+      status: 201,
+      body: {
+        challenge_id: '5f0c7c1e-8d7a-4c3b-9f55-2b1e0f6a9d10',
+        namespace,
+        message: [
+          namespace,
+          'challenge: 5f0c7c1e-8d7a-4c3b-9f55-2b1e0f6a9d10',
+          'nonce: bm9uY2U',
+          `audience: ${audience}`,
+          `fingerprint: ${keyFingerprint}`,
+          'expires: 2026-11-21T10:02:00.000Z',
+        ].join('\n'),
+        expires_at: '2026-11-21T10:02:00.000Z',
+      },
+    });
+    for (const [bad, expected] of [
+      [
+        challenge('https://evil.example.com', String(fingerprint)),
+        /it is for https:\/\/evil\.example\.com, not http/,
+      ],
+      [challenge(url, 'SHA256:someoneelse'), /it names key SHA256:someoneelse/],
+      [challenge(url, String(fingerprint), 'file'), /namespace is not svc-login/],
+    ] as const) {
+      reply = bad;
+      paths.length = 0;
+      const run = await svc(['login', '--key', key.path], env());
+      assert.equal(run.code, 1, run.stderr);
+      assert.match(run.stderr, /refusing to sign the challenge/);
+      assert.match(run.stderr, expected);
+      assert.deepEqual(paths, ['POST /api/v1/auth/challenges'], 'nothing was signed and sent');
+    }
   });
 
   test('when the service cannot be reached then the message names the URL', async () => {
