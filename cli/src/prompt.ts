@@ -13,9 +13,10 @@ export function canPrompt(stdin: Readable): boolean {
 /** Reads one line without echoing it; Ctrl-C aborts. */
 export function promptHidden(question: string, stdin: Readable, stderr: Writable): Promise<string> {
   const input = stdin as TtyInput;
-  stderr.write(question);
+  // Echo off before the question shows, so that nothing typed right after it is echoed.
   input.setRawMode?.(true);
   input.resume();
+  stderr.write(question);
   return new Promise((resolve, reject) => {
     let answer = '';
     const finish = (error?: Error) => {

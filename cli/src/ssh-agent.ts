@@ -1,6 +1,7 @@
 /** The ssh-agent client `svc login` signs through (draft-miller-ssh-agent): listing the agent's keys, asking it to sign. */
 import { Buffer } from 'node:buffer';
 import { createConnection } from 'node:net';
+import { SshWireReader, sshString, uint32, WireFormatError } from '@svc/sdk/ssh-wire';
 import { fingerprint, type SshSigner } from '@svc/sdk/sshsig';
 import { CliError } from './errors.ts';
 
@@ -157,9 +158,9 @@ async function agentSign(
 function readAnswer<T>(
   answer: Buffer,
   socketPath: string,
-  read: (type: number, reader: WireReader) => T | undefined,
+  read: (type: number, reader: SshWireReader) => T | undefined,
 ): T {
-  const reader = new WireReader(answer);
+  const reader = new SshWireReader(answer);
   try {
     const type = reader.readByte();
     const value = read(type, reader);
@@ -319,52 +320,4 @@ function resolveOptions(options: SshAgentOptions): Required<SshAgentOptions> {
     );
   }
   return { timeoutMs, maxMessageLength };
-}
-
-function uint32(value: number): Buffer {
-  const bytes = Buffer.alloc(4);
-  bytes.writeUInt32BE(value);
-  return bytes;
-}
-
-function sshString(value: Uint8Array): Buffer {
-  return Buffer.concat([uint32(value.length), value]);
-}
-
-/** Raised by WireReader when a message ends early or runs long; readAnswer says which agent sent it. */
-class WireFormatError extends Error {
-  override readonly name = 'WireFormatError';
-}
-
-/** A bounds-checked cursor over SSH wire encoding (RFC 4251 byte, uint32, string). */
-class WireReader {
-  readonly #bytes: Buffer;
-  #offset = 0;
-
-  constructor(bytes: Buffer) {
-    this.#bytes = bytes;
-  }
-
-  readBytes(length: number): Buffer {
-    if (length > this.#bytes.length - this.#offset) throw new WireFormatError('it ends early');
-    const bytes = this.#bytes.subarray(this.#offset, this.#offset + length);
-    this.#offset += length;
-    return bytes;
-  }
-
-  readByte(): number {
-    return this.readBytes(1).readUInt8(0);
-  }
-
-  readUint32(): number {
-    return this.readBytes(4).readUInt32BE(0);
-  }
-
-  readString(): Buffer {
-    return this.readBytes(this.readUint32());
-  }
-
-  expectEnd(): void {
-    if (this.#offset !== this.#bytes.length) throw new WireFormatError('it runs on past its end');
-  }
 }

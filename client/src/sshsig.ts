@@ -11,6 +11,7 @@ import {
   verify,
 } from 'node:crypto';
 import { createRequire } from 'node:module';
+import { SshWireReader, sshString, uint32, WireFormatError } from './ssh-wire.ts';
 
 /** The SSHSIG namespace of `svc login` challenges: a signature made for another purpose never signs in. */
 export const loginNamespace = 'svc-login';
@@ -336,7 +337,7 @@ function refuseSshsig({
     signature: Buffer;
   };
   try {
-    const reader = new SshReader(blob);
+    const reader = new SshWireReader(blob);
     if (!reader.readBytes(sshsigMagic.length).equals(sshsigMagic)) return 'malformed_signature';
     if (reader.readUint32() !== sshsigVersion) return 'unsupported_version';
     fields = {
@@ -400,7 +401,7 @@ function verifyEd25519SignatureBlob(publicKey: Buffer, data: Buffer, signatureBl
   if (!(signatureBlob instanceof Uint8Array)) return false;
   let signature: Buffer;
   try {
-    const reader = new SshReader(Buffer.from(signatureBlob));
+    const reader = new SshWireReader(Buffer.from(signatureBlob));
     if (reader.readString().toString('latin1') !== ed25519Type) return false;
     signature = reader.readString();
     reader.expectEnd();
@@ -440,7 +441,7 @@ function readPrivateKeyFile(pem: string): PrivateKeyFile {
   const bytes = dearmor(pem, privateKeyLabel);
   if (bytes === undefined) throw malformedKey(describeNotPrivateKey(pem));
   try {
-    const reader = new SshReader(bytes);
+    const reader = new SshWireReader(bytes);
     if (!reader.readBytes(privateKeyMagic.length).equals(privateKeyMagic)) {
       throw malformedKey('the file is not in the openssh-key-v1 format');
     }
@@ -508,7 +509,7 @@ function decryptPrivateSection(file: PrivateKeyFile, passphrase: string | undefi
   let salt: Buffer;
   let rounds: number;
   try {
-    const reader = new SshReader(file.kdfOptions);
+    const reader = new SshWireReader(file.kdfOptions);
     salt = reader.readString();
     rounds = reader.readUint32();
     reader.expectEnd();
@@ -559,7 +560,7 @@ function decryptPrivateSection(file: PrivateKeyFile, passphrase: string | undefi
  */
 function readEd25519PrivateSection(section: Buffer, publicKey: Buffer, encrypted: boolean): SshPrivateKey {
   try {
-    const reader = new SshReader(section);
+    const reader = new SshWireReader(section);
     const checkInt = reader.readUint32();
     if (reader.readUint32() !== checkInt) {
       if (encrypted) throw wrongPassphrase();
@@ -659,7 +660,7 @@ function bcryptPbkdf(passphrase: Buffer, salt: Buffer, rounds: number, length: n
 function readEd25519PublicKeyBlob(blob: unknown): Buffer | undefined {
   if (!(blob instanceof Uint8Array)) return undefined;
   try {
-    const reader = new SshReader(Buffer.from(blob));
+    const reader = new SshWireReader(Buffer.from(blob));
     if (reader.readString().toString('latin1') !== ed25519Type) return undefined;
     const publicKey = reader.readString();
     reader.expectEnd();
@@ -674,7 +675,7 @@ function readEd25519PublicKeyBlob(blob: unknown): Buffer | undefined {
 function readBlobType(blob: unknown): string | undefined {
   if (!(blob instanceof Uint8Array)) return undefined;
   try {
-    return new SshReader(Buffer.from(blob)).readString().toString('latin1');
+    return new SshWireReader(Buffer.from(blob)).readString().toString('latin1');
   } catch (error) {
     if (error instanceof WireFormatError) return undefined;
     throw error;
@@ -743,55 +744,6 @@ function isSmallOrderPoint(publicKey: Buffer): boolean {
   const y = Buffer.from(publicKey);
   y[31] = (y[31] ?? 0) & 0x7f;
   return smallOrderPoints.some((point) => point.equals(y));
-}
-
-function uint32(value: number): Buffer {
-  const bytes = Buffer.alloc(4);
-  bytes.writeUInt32BE(value);
-  return bytes;
-}
-
-function sshString(value: string | Uint8Array): Buffer {
-  const bytes = typeof value === 'string' ? Buffer.from(value, 'utf8') : value;
-  return Buffer.concat([uint32(bytes.length), bytes]);
-}
-
-/** Raised by SshReader when bytes end early or run long; each caller turns it into its own refusal. */
-class WireFormatError extends Error {
-  override readonly name = 'WireFormatError';
-}
-
-/** A cursor over SSH wire encoding (RFC 4251 uint32 and length-prefixed string), bounds-checked. */
-class SshReader {
-  readonly #bytes: Buffer;
-  #offset = 0;
-
-  constructor(bytes: Buffer) {
-    this.#bytes = bytes;
-  }
-
-  get remaining(): number {
-    return this.#bytes.length - this.#offset;
-  }
-
-  readBytes(length: number): Buffer {
-    if (length > this.remaining) throw new WireFormatError('the data ends early');
-    const bytes = this.#bytes.subarray(this.#offset, this.#offset + length);
-    this.#offset += length;
-    return bytes;
-  }
-
-  readUint32(): number {
-    return this.readBytes(4).readUInt32BE();
-  }
-
-  readString(): Buffer {
-    return this.readBytes(this.readUint32());
-  }
-
-  expectEnd(): void {
-    if (this.remaining !== 0) throw new WireFormatError('the data runs on past its end');
-  }
 }
 
 function malformedKey(problem: string): SshKeyError {
