@@ -17,3 +17,5 @@ export {
 } from './device-id.ts';
 export type { CarTopicSuffix, DeviceTopic } from './device-topic.ts';
 export { deviceTopic, parseDeviceTopic } from './device-topic.ts';
+export type { Version } from './semver.ts';
+export { compareVersions, parseVersion } from './semver.ts';
