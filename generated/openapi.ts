@@ -1541,6 +1541,19 @@ export interface components {
             };
         };
         /**
+         * @description The device id cannot be accepted. `code` says why: `missing_prefix` (no `<brand>:`),
+         *     `unknown_brand` (the prefix is not a known brand), `invalid_native_id` (the rest fails that
+         *     brand's format) or `brand_mismatch` (a `brand` given alongside disagrees with the prefix).
+         */
+        UnprocessableDeviceId: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /**
          * @description This service does not offer the operation yet: it is in the contract so that clients can be
          *     built against it, and answers 501 until it is implemented.
          */
@@ -1558,19 +1571,6 @@ export interface components {
                  *       "code": "not_implemented"
                  *     }
                  */
-                "application/problem+json": components["schemas"]["Problem"];
-            };
-        };
-        /**
-         * @description The device id cannot be accepted. `code` says why: `missing_prefix` (no `<brand>:`),
-         *     `unknown_brand` (the prefix is not a known brand), `invalid_native_id` (the rest fails that
-         *     brand's format) or `brand_mismatch` (a `brand` given alongside disagrees with the prefix).
-         */
-        UnprocessableDeviceId: {
-            headers: {
-                [name: string]: unknown;
-            };
-            content: {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
@@ -1848,7 +1848,6 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             413: components["responses"]["PayloadTooLarge"];
             426: components["responses"]["UpgradeRequired"];
-            501: components["responses"]["NotImplemented"];
         };
     };
     uploadPackage: {
@@ -1886,7 +1885,6 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["UnprocessableEntity"];
-            501: components["responses"]["NotImplemented"];
         };
     };
     submitMiniApp: {
@@ -1919,7 +1917,6 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["UnprocessableEntity"];
             426: components["responses"]["UpgradeRequired"];
-            501: components["responses"]["NotImplemented"];
         };
     };
     listMyMiniApps: {
@@ -1942,7 +1939,6 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             426: components["responses"]["UpgradeRequired"];
-            501: components["responses"]["NotImplemented"];
         };
     };
     transitionMiniAppVersion: {
@@ -1978,7 +1974,6 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["UnprocessableEntity"];
             426: components["responses"]["UpgradeRequired"];
-            501: components["responses"]["NotImplemented"];
         };
     };
     listReviewQueue: {
@@ -2002,7 +1997,6 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             426: components["responses"]["UpgradeRequired"];
-            501: components["responses"]["NotImplemented"];
         };
     };
     getCarInstall: {

@@ -7,6 +7,7 @@ import { KeysListCommand } from './commands/keys/list.ts';
 import { KeysRemoveCommand } from './commands/keys/remove.ts';
 import { LoginCommand } from './commands/login.ts';
 import { LogoutCommand } from './commands/logout.ts';
+import { PublishCommand } from './commands/publish.ts';
 import { StatusCommand } from './commands/status.ts';
 import { UpgradeCommand } from './commands/upgrade.ts';
 import { WhoamiCommand } from './commands/whoami.ts';
@@ -26,6 +27,7 @@ export function createCli(colors: boolean): Cli<SvcContext> {
     LoginCommand,
     WhoamiCommand,
     LogoutCommand,
+    PublishCommand,
     StatusCommand,
     KeysListCommand,
     KeysAddCommand,

@@ -22,6 +22,10 @@ export interface Config {
   adminEmails: ReadonlySet<string>;
   /** Lifetime of an access token, in seconds. */
   tokenTtlSeconds: number;
+  /** Largest mini-app package, in bytes. */
+  maxPackageBytes: number;
+  /** How long a presigned upload URL works, in seconds. */
+  uploadUrlTtlSeconds: number;
   /** Largest JSON request body, in bytes. */
   jsonLimitBytes: number;
   /** Check every response against the contract (tests turn this on). */
@@ -58,6 +62,15 @@ export function parseDuration(name: string, raw: string): number {
     throw new ConfigError(`${name} must be a positive duration such as 3600, 15m or 1h, not "${raw}"`);
   }
   return seconds;
+}
+
+function byteCount(env: Env, name: string, fallback: number): number {
+  const raw = text(env, name, String(fallback));
+  const value = Number(raw);
+  if (!Number.isSafeInteger(value) || value <= 0) {
+    throw new ConfigError(`${name} must be a positive number of bytes, such as 52428800, not "${raw}"`);
+  }
+  return value;
 }
 
 function url(name: string, raw: string): string {
@@ -103,6 +116,8 @@ export function loadConfig(env: Env = process.env): Config {
         .filter((email) => email !== ''),
     ),
     tokenTtlSeconds: parseDuration('SVC_TOKEN_TTL', text(env, 'SVC_TOKEN_TTL', '1h')),
+    maxPackageBytes: byteCount(env, 'SVC_MAX_PACKAGE_BYTES', 50 * 1024 * 1024),
+    uploadUrlTtlSeconds: parseDuration('SVC_UPLOAD_URL_TTL', text(env, 'SVC_UPLOAD_URL_TTL', '15m')),
     jsonLimitBytes: 1024 * 1024,
     validateResponses: false,
   };

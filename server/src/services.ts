@@ -3,15 +3,19 @@ import { createAccountService } from './accounts/account-service.ts';
 import { createTokenService } from './auth/token-service.ts';
 import type { Clock } from './clock.ts';
 import type { Config } from './config.ts';
+import { createMiniAppService } from './mini-apps/mini-app-service.ts';
 import { createFailureLimit } from './sign-in/failure-limit.ts';
 import { createSignInService } from './sign-in/sign-in-service.ts';
 import { createKeyService } from './ssh-keys/key-service.ts';
 import type { Db } from './store/db.ts';
+import { createBlobStore } from './uploads/blob-store.ts';
+import { createUploadService } from './uploads/upload-service.ts';
 
 export type Services = ReturnType<typeof createServices>;
 
 export function createServices(deps: { db: Db; config: Config; clock: Clock; audience: () => string }) {
   const { db, config, clock } = deps;
+  const blobs = createBlobStore(config.dataDir);
   const tokens = createTokenService(db, config, clock);
   const failures = createFailureLimit(db, clock);
   return {
@@ -22,5 +26,7 @@ export function createServices(deps: { db: Db; config: Config; clock: Clock; aud
     accounts: createAccountService(db, config, clock),
     keys: createKeyService(db, clock, () => tokens.forgetCached()),
     signIn: createSignInService({ db, clock, tokens, failures, audience: deps.audience }),
+    uploads: createUploadService({ db, config, clock, blobs, baseUrl: deps.audience }),
+    miniApps: createMiniAppService({ db, clock, blobs }),
   };
 }

@@ -10,6 +10,10 @@ const tables = [
   'access_tokens',
   'sign_in_failures',
   'signing_keys',
+  'service_secrets',
+  'uploads',
+  'mini_apps',
+  'mini_app_versions',
 ];
 
 async function existingTables(store: TestStore): Promise<string[]> {
@@ -17,7 +21,7 @@ async function existingTables(store: TestStore): Promise<string[]> {
     'select table_name from information_schema.tables where table_schema = current_schema() and table_name <> all(?) order by 1',
     [['knex_migrations', 'knex_migrations_lock']],
   );
-  return result.rows.map((row: { table_name: string }) => row.table_name);
+  return result.rows.map((row: { table_name: string }) => row.table_name).sort();
 }
 
 describe('migrations', () => {

@@ -1,5 +1,8 @@
 /** A started service for one test file: port 0, responses checked against the contract, a movable clock. */
 
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { createApp } from '../../src/app.ts';
 import { type Config, loadConfig } from '../../src/config.ts';
 import type { Logger } from '../../src/logger.ts';
@@ -30,7 +33,9 @@ export async function startTestService(
   env: Record<string, string> = {},
   options: { store?: TestStore; docsDir?: string } = {},
 ): Promise<TestService> {
-  const config: Config = { ...loadConfig({ PORT: '0', ...env }), validateResponses: true };
+  // Package files go to a data folder of the test's own; the store is given below.
+  const dataDir = mkdtempSync(join(tmpdir(), 'svc-test-data-'));
+  const config: Config = { ...loadConfig({ PORT: '0', DATA_DIR: dataDir, ...env }), validateResponses: true };
   const store = options.store ?? (await openTestStore());
   const clock = new TestClock();
   const logs: string[] = [];
@@ -51,6 +56,7 @@ export async function startTestService(
     async stop() {
       await app.stop();
       if (!options.store) await store.close();
+      rmSync(dataDir, { recursive: true, force: true });
     },
   };
 }

@@ -3,6 +3,7 @@ import type { Services } from '../../services.ts';
 import type { Handlers } from '../bind-handlers.ts';
 import { accountHandlers } from './accounts.ts';
 import { developerHandlers } from './developer.ts';
+import { miniAppHandlers } from './mini-apps.ts';
 import { notOfferedHandlers } from './not-offered.ts';
 import { operationHandlers } from './operations.ts';
 import { signInHandlers } from './sign-in.ts';
@@ -13,6 +14,7 @@ export function createHandlers(services: Services): Handlers {
     ...signInHandlers(services),
     ...accountHandlers(services),
     ...developerHandlers(services),
+    ...miniAppHandlers(services),
     ...notOfferedHandlers(),
   };
 }

@@ -1,6 +1,5 @@
 /**
- * Operations the contract already has and this service does not offer yet (publishing, review,
- * vehicles). They answer 501, as the contract says; vehicle routes check the device id first,
+ * Operations the contract already has and this service does not offer yet (vehicles). They answer 501, as the contract says; vehicle routes check the device id first,
  * so a malformed id is the 422 it will always be.
  */
 import type { OperationId } from '../../../../generated/routes.ts';
@@ -22,12 +21,6 @@ function vehicle(operationId: OperationId) {
 
 export function notOfferedHandlers() {
   return {
-    createUploadUrl: () => notOffered('createUploadUrl'),
-    uploadPackage: () => notOffered('uploadPackage'),
-    submitMiniApp: () => notOffered('submitMiniApp'),
-    listMyMiniApps: () => notOffered('listMyMiniApps'),
-    transitionMiniAppVersion: () => notOffered('transitionMiniAppVersion'),
-    listReviewQueue: () => notOffered('listReviewQueue'),
     getCarInstall: vehicle('getCarInstall'),
     pairCar: vehicle('pairCar'),
     unpairCar: vehicle('unpairCar'),

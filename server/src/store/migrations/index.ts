@@ -5,6 +5,7 @@
 import type { Knex } from 'knex';
 import * as accounts from './20261121090000_accounts.ts';
 import * as signingKeys from './20261121090100_signing_keys.ts';
+import * as miniApps from './20261121100000_mini_apps.ts';
 
 interface Migration {
   up(db: Knex): Promise<void>;
@@ -14,6 +15,7 @@ interface Migration {
 const migrations: [name: string, migration: Migration][] = [
   ['20261121090000_accounts', accounts],
   ['20261121090100_signing_keys', signingKeys],
+  ['20261121100000_mini_apps', miniApps],
 ];
 
 export const migrationSource: Knex.MigrationSource<[string, Migration]> = {

@@ -1,0 +1,587 @@
+/** `manifest.json` of a mini-app folder: checked against the contract's Manifest schema and the folder, field by field. */
+import { lstatSync, readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Ajv2020, type ErrorObject, type ValidateFunction } from 'ajv/dist/2020.js';
+import contract from '../../../generated/openapi.json' with { type: 'json' };
+import type { components } from '../../../generated/openapi.ts';
+import { CliError } from '../errors.ts';
+import { leftOutBy, manifestFileName, readPackageIgnore } from './pack.ts';
+
+export type Manifest = components['schemas']['Manifest'];
+
+/** One thing wrong with the manifest; `field` is unset when the file as a whole is wrong. */
+export interface ManifestProblem {
+  /** As written in messages: `id`, `network[1]`, `brands[0]`. */
+  field?: string;
+  message: string;
+}
+
+/** The manifest when it has no problems, else every problem found. */
+export type ManifestCheck =
+  | { manifest: Manifest; problems: readonly [] }
+  | { manifest: undefined; problems: readonly ManifestProblem[] };
+
+/** A manifest with problems; the message lists each, one per line. */
+export class ManifestError extends CliError {
+  readonly problems: readonly ManifestProblem[];
+
+  constructor(dir: string, problems: readonly ManifestProblem[]) {
+    const count = problems.length === 1 ? 'a problem' : `${problems.length} problems`;
+    super(
+      `${join(dir, manifestFileName)} has ${count}:\n${problems.map((p) => `  ${formatManifestProblem(p)}`).join('\n')}`,
+    );
+    this.problems = problems;
+  }
+}
+
+/** Field order in messages: the schema's, then fields it does not know. */
+const fieldOrder = ['id', 'name', 'version', 'entry', 'network', 'brands'];
+
+/** Far beyond what the schema's limits allow, and small enough to read at once. */
+const maxManifestBytes = 1024 * 1024;
+
+const maxEchoedLength = 80;
+
+const originRule = 'must be an https:// origin with no path, query, wildcard or credentials';
+
+const whatIsMissing: Record<string, string> = {
+  id: 'the app id in reverse-DNS form, such as "com.example.hello-car"',
+  name: 'the name people see, such as "Hello Car"',
+  version: 'the semantic version of this package, such as "1.0.0"',
+  entry: 'the path in the package of the file the host opens first, such as "index.html"',
+  network: 'the list of https:// origins the app may call with fetch(), or [] when it calls none',
+};
+
+/**
+ * Reads and checks `manifest.json` in `dir`: the contract's Manifest schema, then what the schema
+ * cannot say (each `network` origin is exactly `https://host[:port]` as a browser writes it, with
+ * no duplicates; `entry` is a packed file inside the folder). Problems come in field order.
+ */
+export function checkManifest(dir: string): ManifestCheck {
+  const read = readManifestJson(dir);
+  if ('problem' in read) return { manifest: undefined, problems: [read.problem] };
+  const value = read.value;
+  const problems: ManifestProblem[] = [];
+  const validate = manifestValidator();
+  const schemaErrors = validate(value) ? [] : (validate.errors ?? []);
+  const flaggedOrigins = new Set<number>();
+  for (const error of schemaErrors) {
+    const path = pointerSegments(error.instancePath);
+    // Origins get a diagnosis of their own below, which says more than the pattern can.
+    if (path[0] === 'network' && path.length === 2 && error.keyword === 'pattern') {
+      flaggedOrigins.add(Number(path[1]));
+      continue;
+    }
+    if (path[0] === 'network' && path.length === 1 && error.keyword === 'uniqueItems') continue;
+    problems.push(describeSchemaError(error, path));
+  }
+  if (isObject(value)) {
+    const fieldsWithErrors = new Set(schemaErrors.map((error) => pointerSegments(error.instancePath)[0]));
+    if (Array.isArray(value.network)) problems.push(...checkNetwork(value.network, flaggedOrigins));
+    if (typeof value.entry === 'string' && !fieldsWithErrors.has('entry')) {
+      const problem = checkEntry(dir, value.entry);
+      if (problem) problems.push({ field: 'entry', message: problem });
+    }
+  }
+  if (problems.length === 0) return { manifest: value as Manifest, problems: [] };
+  return { manifest: undefined, problems: sortProblems(problems) };
+}
+
+/** The manifest of `dir`, or a ManifestError listing every problem. */
+export function readManifest(dir: string): Manifest {
+  const check = checkManifest(dir);
+  if (check.manifest === undefined) throw new ManifestError(dir, check.problems);
+  return check.manifest;
+}
+
+/** `manifest.json: network[1]: "http://api.example.com" must be an https:// origin …` */
+export function formatManifestProblem(problem: ManifestProblem): string {
+  return problem.field === undefined
+    ? `${manifestFileName}: ${problem.message}`
+    : `${manifestFileName}: ${problem.field}: ${problem.message}`;
+}
+
+let compiled: ValidateFunction | undefined;
+
+/**
+ * The contract's Manifest schema, compiled once. The component schemas ride along under their
+ * contract path so that `$ref: '#/components/schemas/Brand'` resolves as it does in the contract.
+ * `strictSchema` is off because the contract carries OpenAPI's own keywords (`x-native-id-patterns`).
+ */
+function manifestValidator(): ValidateFunction {
+  compiled ??= new Ajv2020({ allErrors: true, verbose: true, strictSchema: false }).compile({
+    $ref: '#/components/schemas/Manifest',
+    components: { schemas: contract.components.schemas },
+  });
+  return compiled;
+}
+
+function readManifestJson(dir: string): { value: unknown } | { problem: ManifestProblem } {
+  const path = join(dir, manifestFileName);
+  let bytes: Buffer;
+  try {
+    const stats = lstatSync(path);
+    if (stats.isSymbolicLink()) {
+      return fileProblem('is a symbolic link: the manifest must be a regular file');
+    }
+    if (!stats.isFile()) return fileProblem(`in ${dir} is not a regular file`);
+    if (stats.size > maxManifestBytes) {
+      return fileProblem(`is ${stats.size} bytes: a manifest is at most ${maxManifestBytes} bytes`);
+    }
+    bytes = readFileSync(path);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT') {
+      return fileProblem(`not found in ${dir}: every package needs a ${manifestFileName} at its root`);
+    }
+    if (code === 'ENOTDIR') return fileProblem(`${dir} is not a folder`);
+    return fileProblem(`cannot be read: ${error instanceof Error ? error.message : String(error)}`);
+  }
+  if (bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf) {
+    return fileProblem('starts with a byte order mark: save it as UTF-8 without one');
+  }
+  let text: string;
+  try {
+    text = new TextDecoder('utf-8', { fatal: true }).decode(bytes);
+  } catch {
+    return fileProblem('is not UTF-8 text: save it as UTF-8');
+  }
+  try {
+    return { value: JSON.parse(text) };
+  } catch (error) {
+    // Node 20 does not always say where the JSON goes wrong, so find the place ourselves.
+    const found = findJsonSyntaxError(text);
+    if (found === undefined) return fileProblem(`is not valid JSON: ${(error as Error).message}`);
+    const { line, column } = lineAndColumn(text, found.offset);
+    return fileProblem(`is not valid JSON: at line ${line}, column ${column}: ${found.reason}`);
+  }
+}
+
+function fileProblem(message: string): { problem: ManifestProblem } {
+  return { problem: { message } };
+}
+
+function describeSchemaError(error: ErrorObject, path: readonly string[]): ManifestProblem {
+  const params = error.params as Record<string, unknown>;
+  const top = path[0];
+  const field = fieldName(path);
+  switch (error.keyword) {
+    case 'required': {
+      const missing = String(params.missingProperty);
+      return { field: missing, message: `is missing: give ${whatIsMissing[missing] ?? 'it'}` };
+    }
+    case 'additionalProperties': {
+      const extra = String(params.additionalProperty);
+      const suggestion = closestField(extra);
+      return {
+        field: fieldName([extra]),
+        message:
+          `is not a manifest field${suggestion ? ` (did you mean "${suggestion}"?)` : ''}: ` +
+          `the fields are ${fieldOrder.join(', ')}`,
+      };
+    }
+    case 'type':
+      if (field === undefined) {
+        return { message: `must hold one JSON object, {…}, not ${describeType(error.data)}` };
+      }
+      return { field, message: `must be ${article(String(params.type))}, not ${describeType(error.data)}` };
+    case 'pattern':
+      return { field, message: explainPattern(top, String(error.data)) };
+    case 'enum':
+      return {
+        field,
+        message: `${show(error.data)} is not a known brand: the brands are ${(params.allowedValues as unknown[]).join(', ')}`,
+      };
+    case 'minLength':
+      return { field, message: 'must not be empty' };
+    case 'maxLength':
+      return {
+        field,
+        message: `is ${[...String(error.data)].length} characters long: at most ${String(params.limit)} are allowed`,
+      };
+    case 'minItems':
+      return {
+        field,
+        message: 'must list at least one brand, or be left out when the app supports every brand',
+      };
+    case 'maxItems':
+      return {
+        field,
+        message: `lists ${(error.data as unknown[]).length} items: at most ${String(params.limit)} are allowed`,
+      };
+    case 'uniqueItems': {
+      const items = error.data as unknown[];
+      const later = Number(params.i);
+      const earlier = Number(params.j);
+      return {
+        field: fieldName([...path, String(later)]),
+        message: `${show(items[later])} is listed twice (also as ${fieldName([...path, String(earlier)])})`,
+      };
+    }
+    default:
+      return { field, message: error.message ?? `fails the schema's ${error.keyword} rule` };
+  }
+}
+
+function explainPattern(field: string | undefined, value: string): string {
+  if (field === 'id') {
+    const why = /[A-Z]/.test(value)
+      ? ': it has capital letters'
+      : value.includes('.')
+        ? ''
+        : ': it has a single label';
+    return (
+      `${show(value)} must be a reverse-DNS id such as "com.example.hello-car": two or more labels ` +
+      `joined by ".", each of lowercase letters, digits and "-" and starting with a letter${why}`
+    );
+  }
+  if (field === 'version') {
+    const why = /^v/i.test(value)
+      ? ': leave out the "v"'
+      : /(^|\.)0\d/.test(value.split(/[-+]/)[0] ?? '')
+        ? ': leave out leading zeros'
+        : /^\d+(\.\d+)?$/.test(value)
+          ? ': it needs all three numbers'
+          : '';
+    return (
+      `${show(value)} must be a semantic version MAJOR.MINOR.PATCH, such as "1.0.0" or ` +
+      `"1.2.0-beta.1"${why}`
+    );
+  }
+  return `${show(value)} has the wrong form`;
+}
+
+/**
+ * The schema's pattern admits `https://host[:port]`; a browser's `Origin` is stricter, and the host
+ * compares origins as strings, so each must read back from `new URL()` exactly as written.
+ */
+function checkNetwork(network: readonly unknown[], flagged: ReadonlySet<number>): ManifestProblem[] {
+  const problems: ManifestProblem[] = [];
+  const firstIndexOf = new Map<string, number>();
+  network.forEach((item, index) => {
+    if (typeof item !== 'string') return;
+    const faults = originFaults(item);
+    if (faults.length === 0 && flagged.has(index)) {
+      faults.push('its host may hold only letters, digits, "." and "-"');
+    }
+    const key = originKey(item);
+    const earlier = firstIndexOf.get(key);
+    if (earlier === undefined) firstIndexOf.set(key, index);
+    const shown = show(redactCredentials(item));
+    let message: string | undefined;
+    if (faults.length > 0) {
+      if (earlier !== undefined) faults.push(`and network[${earlier}] is the same origin`);
+      message = `${shown} ${originRule}: ${faults.join('; ')}`;
+    } else if (earlier !== undefined) {
+      const same = network[earlier] === item ? 'is listed twice' : 'is the same origin';
+      message = `${shown} ${same} (also as network[${earlier}]): list each origin once`;
+    }
+    if (message !== undefined) problems.push({ field: `network[${index}]`, message });
+  });
+  return problems;
+}
+
+function originFaults(origin: string): string[] {
+  if (origin.includes('*')) return ['it has a wildcard: list each origin in full'];
+  if (!/^[a-z][a-z0-9+.-]*:/i.test(origin)) return [`it has no scheme: write "https://${origin}"`];
+  let url: URL;
+  try {
+    url = new URL(origin);
+  } catch {
+    return ['it is not a URL'];
+  }
+  const faults: string[] = [];
+  if (url.protocol !== 'https:') faults.push(`it uses ${url.protocol}//`);
+  if (url.username !== '' || url.password !== '') {
+    faults.push('it has credentials: leave out "user:password@"');
+  }
+  if (url.pathname !== '/' && url.pathname !== '') faults.push(`it has a path ("${url.pathname}")`);
+  else if (/^[a-z][a-z0-9+.-]*:\/\/[^/?#]*\/$/i.test(origin)) faults.push('it ends with "/"');
+  if (url.search !== '' || origin.includes('?')) faults.push('it has a query');
+  if (url.hash !== '' || origin.includes('#')) faults.push('it has a fragment');
+  if (faults.length > 0) return faults;
+  if (url.hostname.split('.').some((label) => label === '')) faults.push('its host has an empty label');
+  else if (url.origin !== origin) faults.push(`it reads as "${url.origin}": write it that way`);
+  return faults;
+}
+
+/** Two spellings of one origin (`https://A.example`, `https://a.example:443`) count as the same. */
+function originKey(origin: string): string {
+  try {
+    const url = new URL(origin);
+    return url.protocol === 'https:' || url.protocol === 'http:' ? url.origin : origin;
+  } catch {
+    return origin;
+  }
+}
+
+/** Credentials in a message would end up in terminals and CI logs; a user name may be a token too. */
+function redactCredentials(origin: string): string {
+  return origin.replace(/^([a-z][a-z0-9+.-]*:\/\/)[^/?#]*@/i, '$1***@');
+}
+
+/**
+ * Why `entry` does not name a packed file inside `dir`, or undefined. It must be written as the
+ * archive will store it (`app/index.html`, not `./app/index.html`), and its case must match the
+ * folder's: the host looks it up in the package, where names are case-sensitive.
+ */
+function checkEntry(dir: string, entry: string): string | undefined {
+  const shown = show(entry);
+  if (entry.includes('\\')) return `${shown} must use "/" between folders`;
+  if (entry.startsWith('/')) return `${shown} must be relative to the package folder, such as "index.html"`;
+  const segments = entry.split('/');
+  if (segments.includes('..')) return `${shown} leads outside the package folder: name a file inside it`;
+  if (segments.some((segment) => segment === '' || segment === '.')) {
+    const plain = segments.filter((segment) => segment !== '' && segment !== '.').join('/');
+    return `${shown} must be a plain path inside the package${plain ? `: write "${plain}"` : ''}`;
+  }
+  if (entry.includes('\0')) return `${shown} holds a NUL character`;
+  const ignore = readPackageIgnore(dir);
+  let current = dir;
+  for (const [index, segment] of segments.entries()) {
+    const isLast = index === segments.length - 1;
+    const soFar = segments.slice(0, index + 1).join('/');
+    let names: string[];
+    try {
+      names = readdirSync(current);
+    } catch {
+      return `${shown} is not a file in ${dir}`;
+    }
+    if (!names.includes(segment)) {
+      const otherCase = names.find((name) => name.toLowerCase() === segment.toLowerCase());
+      if (otherCase !== undefined) {
+        return `${shown} is not a file in ${dir}: the folder has "${otherCase}", and names in a package are case-sensitive`;
+      }
+      return `${shown} is not a file in ${dir}`;
+    }
+    current = join(current, segment);
+    const stats = lstatSync(current);
+    if (stats.isSymbolicLink()) {
+      return `${shown} goes through the symbolic link "${soFar}", which a package cannot hold`;
+    }
+    const reason = leftOutBy(ignore, soFar, stats.isDirectory());
+    if (reason !== undefined) return `${shown} is left out of the package: ${reason}`;
+    if (isLast && stats.isDirectory()) {
+      return `${shown} is a folder: name the file in it the host opens first`;
+    }
+    if (isLast && !stats.isFile()) return `${shown} is not a regular file`;
+    if (!isLast && !stats.isDirectory()) {
+      return `${shown} is not a file in ${dir}: "${soFar}" is not a folder`;
+    }
+  }
+  return undefined;
+}
+
+function sortProblems(problems: ManifestProblem[]): ManifestProblem[] {
+  const rank = (problem: ManifestProblem): [number, number] => {
+    if (problem.field === undefined) return [-1, 0];
+    const match = /^([^[]+)(?:\[(\d+)\])?/.exec(problem.field);
+    const top = fieldOrder.indexOf(match?.[1] ?? '');
+    return [top === -1 ? fieldOrder.length : top, Number(match?.[2] ?? -1)];
+  };
+  return problems
+    .map((problem, index) => ({ problem, index, rank: rank(problem) }))
+    .sort((a, b) => a.rank[0] - b.rank[0] || a.rank[1] - b.rank[1] || a.index - b.index)
+    .map(({ problem }) => problem);
+}
+
+/** `/network/1` as `["network", "1"]`. */
+function pointerSegments(pointer: string): string[] {
+  if (pointer === '') return [];
+  return pointer
+    .slice(1)
+    .split('/')
+    .map((segment) => segment.replaceAll('~1', '/').replaceAll('~0', '~'));
+}
+
+/** `["network", "1"]` as `network[1]`; undefined for the manifest as a whole. */
+function fieldName(path: readonly string[]): string | undefined {
+  if (path.length === 0) return undefined;
+  const [top = '', ...rest] = path;
+  const head = /^[A-Za-z_$][\w$-]*$/.test(top) ? top : JSON.stringify(top);
+  return head + rest.map((segment) => (/^\d+$/.test(segment) ? `[${segment}]` : `.${segment}`)).join('');
+}
+
+function closestField(name: string): string | undefined {
+  let best: string | undefined;
+  let bestDistance = 3;
+  for (const field of fieldOrder) {
+    const distance = editDistance(name.toLowerCase(), field);
+    if (distance < bestDistance) {
+      best = field;
+      bestDistance = distance;
+    }
+  }
+  return best;
+}
+
+function editDistance(a: string, b: string): number {
+  let previous = Array.from({ length: b.length + 1 }, (_, index) => index);
+  for (let i = 1; i <= a.length; i++) {
+    const current = [i];
+    for (let j = 1; j <= b.length; j++) {
+      const substitution = (previous[j - 1] ?? 0) + (a[i - 1] === b[j - 1] ? 0 : 1);
+      current.push(Math.min((previous[j] ?? 0) + 1, (current[j - 1] ?? 0) + 1, substitution));
+    }
+    previous = current;
+  }
+  return previous[b.length] ?? 0;
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function article(type: string): string {
+  if (type === 'array') return 'an array';
+  if (type === 'object') return 'an object';
+  return `a ${type}`;
+}
+
+function describeType(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'an array';
+  if (typeof value === 'object') return 'an object';
+  if (typeof value === 'boolean') return value ? 'true' : 'false';
+  if (typeof value === 'number') return `the number ${value}`;
+  return article(typeof value);
+}
+
+/** A value for a message: JSON, cut to maxEchoedLength characters. */
+function show(value: unknown): string {
+  const text = JSON.stringify(value) ?? String(value);
+  return text.length > maxEchoedLength ? `${text.slice(0, maxEchoedLength)}…" (cut)` : text;
+}
+
+function lineAndColumn(text: string, offset: number): { line: number; column: number } {
+  const before = text.slice(0, offset);
+  const line = before.split('\n').length;
+  const column = offset - before.lastIndexOf('\n');
+  return { line, column };
+}
+
+/**
+ * Where and why `text` is not JSON (RFC 8259), found by a scan of its grammar; undefined when the
+ * scan finds nothing (then JSON.parse's own message is all there is).
+ */
+function findJsonSyntaxError(text: string): { offset: number; reason: string } | undefined {
+  let at = 0;
+  const fail: (reason: string) => never = (reason) => {
+    throw new JsonSyntaxError(at, reason);
+  };
+  const found = (): string =>
+    at >= text.length ? 'the file ends too early' : `unexpected ${JSON.stringify(text[at])}`;
+  const skipSpace = () => {
+    while (at < text.length && ' \t\n\r'.includes(text[at] ?? '')) at++;
+  };
+  const value = (depth: number): void => {
+    if (depth > 512) fail('nested too deeply');
+    skipSpace();
+    const char = text[at];
+    if (char === '{') {
+      at++;
+      skipSpace();
+      if (text[at] === '}') {
+        at++;
+        return;
+      }
+      for (;;) {
+        skipSpace();
+        if (text[at] !== '"') fail(`${found()}: expected a property name in double quotes`);
+        string();
+        skipSpace();
+        if (text[at] !== ':') fail(`${found()}: expected ":" after the property name`);
+        at++;
+        value(depth + 1);
+        skipSpace();
+        if (text[at] === ',') {
+          at++;
+          skipSpace();
+          if (text[at] === '}') fail('unexpected "}": JSON allows no comma before it');
+          continue;
+        }
+        if (text[at] === '}') {
+          at++;
+          return;
+        }
+        fail(`${found()}: expected "," or "}"`);
+      }
+    }
+    if (char === '[') {
+      at++;
+      skipSpace();
+      if (text[at] === ']') {
+        at++;
+        return;
+      }
+      for (;;) {
+        value(depth + 1);
+        skipSpace();
+        if (text[at] === ',') {
+          at++;
+          skipSpace();
+          if (text[at] === ']') fail('unexpected "]": JSON allows no comma before it');
+          continue;
+        }
+        if (text[at] === ']') {
+          at++;
+          return;
+        }
+        fail(`${found()}: expected "," or "]"`);
+      }
+    }
+    if (char === '"') {
+      string();
+      return;
+    }
+    const literal = /true|false|null|-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?/y;
+    literal.lastIndex = at;
+    const match = literal.exec(text);
+    if (match) {
+      at += match[0].length;
+      return;
+    }
+    if (char === "'") fail('unexpected "\'": JSON strings take double quotes');
+    fail(`${found()}: expected a value`);
+  };
+  const string = (): void => {
+    at++;
+    for (;;) {
+      const char = text[at];
+      if (char === undefined) fail('the file ends inside a string');
+      if (char === '"') {
+        at++;
+        return;
+      }
+      if (char === '\\') {
+        const escapeSequence = /\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4})/y;
+        escapeSequence.lastIndex = at;
+        if (!escapeSequence.test(text)) fail('invalid escape in a string');
+        at = escapeSequence.lastIndex;
+        continue;
+      }
+      if (char < ' ') fail('a control character (such as a line break) inside a string');
+      at++;
+    }
+  };
+  try {
+    value(0);
+    skipSpace();
+    if (at < text.length) fail(`${found()} after the end of the JSON value`);
+  } catch (error) {
+    if (error instanceof JsonSyntaxError) return { offset: error.offset, reason: error.reason };
+    throw error;
+  }
+  return undefined;
+}
+
+class JsonSyntaxError extends Error {
+  readonly offset: number;
+  readonly reason: string;
+
+  constructor(offset: number, reason: string) {
+    super(reason);
+    this.offset = offset;
+    this.reason = reason;
+  }
+}

@@ -1,0 +1,60 @@
+/** `svc publish`: check the manifest, pack, get a presigned URL, upload, submit. */
+import type { components } from '@svc/sdk';
+import type { SvcContext } from '../context.ts';
+import { expectOk, requireToken, type Session } from '../session.ts';
+import { readManifest } from './manifest.ts';
+import { listPackageFiles, packPackage } from './pack.ts';
+import { createProgress } from './progress.ts';
+import { uploadPackage } from './upload.ts';
+
+type Manifest = components['schemas']['Manifest'];
+type MiniAppVersion = components['schemas']['MiniAppVersion'];
+
+export interface PackedSummary {
+  manifest: Manifest;
+  files: { path: string; size: number }[];
+  total: number;
+  size: number;
+  sha256: string;
+}
+
+/** What `--dry-run` shows: the manifest is checked and the package made, nothing is sent. */
+export async function preparePackage(dir: string) {
+  const manifest = readManifest(dir);
+  const files = await listPackageFiles(dir);
+  const packed = await packPackage(dir, files);
+  const summary: PackedSummary = {
+    manifest,
+    files,
+    total: files.reduce((sum, file) => sum + file.size, 0),
+    size: packed.size,
+    sha256: packed.sha256,
+  };
+  return { summary, packed };
+}
+
+export async function publish(
+  session: Session,
+  dir: string,
+  context: SvcContext,
+): Promise<{ summary: PackedSummary; version: MiniAppVersion }> {
+  requireToken(session);
+  const { summary, packed } = await preparePackage(dir);
+  try {
+    const { client, apiUrl } = session;
+    const target = await expectOk(
+      apiUrl,
+      client.POST('/api/v1/mini-apps/upload-url', { body: { size: packed.size, sha256: packed.sha256 } }),
+    );
+    const progress = createProgress(context.stderr, packed.size);
+    await uploadPackage(target, packed, (sent) => progress.update(sent));
+    progress.done();
+    const version = await expectOk(
+      apiUrl,
+      client.POST('/api/v1/mini-apps/submit', { body: { upload_id: target.upload_id } }),
+    );
+    return { summary, version };
+  } finally {
+    await packed.remove();
+  }
+}

@@ -1,0 +1,39 @@
+/** Publishing: upload URL, the presigned PUT, submit, my apps, review moves and the review queue. */
+import { toApiVersion } from '../../mini-apps/mini-app-service.ts';
+import type { Services } from '../../services.ts';
+import { toApiPackageUpload } from '../../uploads/upload-service.ts';
+import type { Handlers } from '../bind-handlers.ts';
+
+export function miniAppHandlers({ uploads, miniApps }: Services) {
+  return {
+    createUploadUrl: async ({ body }, { principal }) => ({
+      status: 201,
+      body: await uploads.createUploadUrl(principal.accountId, body),
+    }),
+
+    uploadPackage: async ({ params, query }, { req }) => {
+      const upload = await uploads.receive(params.upload_id, query, req, req.get('content-length'));
+      return { status: 201, body: toApiPackageUpload(upload) };
+    },
+
+    submitMiniApp: async ({ body }, { principal }) => ({
+      status: 201,
+      body: toApiVersion(await miniApps.submit(principal, body.upload_id)),
+    }),
+
+    listMyMiniApps: async (_request, { principal }) => ({
+      status: 200,
+      body: { mini_apps: await miniApps.listMine(principal) },
+    }),
+
+    transitionMiniAppVersion: async ({ params, body }, { principal }) => ({
+      status: 200,
+      body: toApiVersion(await miniApps.transition(principal, params.version_id, body.to, body.reason)),
+    }),
+
+    listReviewQueue: async (_request, { principal }) => ({
+      status: 200,
+      body: { versions: (await miniApps.reviewQueue(principal)).map(toApiVersion) },
+    }),
+  } satisfies Partial<Handlers>;
+}

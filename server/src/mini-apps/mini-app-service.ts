@@ -1,0 +1,206 @@
+/** Mini-apps: submitting an uploaded package as a new version, listing, and review moves. */
+import { randomUUID } from 'node:crypto';
+import { compareVersions } from '@svc/sdk';
+import type { components } from '../../../generated/openapi.ts';
+import type { Principal } from '../auth/principal.ts';
+import type { Clock } from '../clock.ts';
+import { ProblemError } from '../http/problem.ts';
+import type { Db } from '../store/db.ts';
+import type { BlobStore } from '../uploads/blob-store.ts';
+import { findUpload, markSubmitted } from '../uploads/upload-repository.ts';
+import {
+  findApp,
+  findPublished,
+  findVersion,
+  insertApp,
+  insertVersion,
+  listAppsOf,
+  listVersionNumbers,
+  listVersionsInStates,
+  listVersionsOfApps,
+  lockApp,
+  type MiniAppRow,
+  touchApp,
+  updateVersionState,
+  type VersionRow,
+} from './mini-app-repository.ts';
+import { checkPackage } from './package-check.ts';
+import { checkMove, initialReviewState, type Party, type ReviewState } from './review.ts';
+
+export type MiniApp = components['schemas']['MiniApp'];
+export type MiniAppVersion = components['schemas']['MiniAppVersion'];
+
+export function toApiVersion(row: VersionRow): MiniAppVersion {
+  return {
+    id: row.id,
+    app_id: row.app_id,
+    version: row.version,
+    review_state: row.review_state,
+    reason: row.reason,
+    manifest: row.manifest,
+    package: { size: row.package_size, sha256: row.package_sha256 },
+    submitted_at: row.submitted_at.toISOString(),
+    updated_at: row.updated_at.toISOString(),
+  };
+}
+
+function toApiApp(app: MiniAppRow, versions: VersionRow[]): MiniApp {
+  const latest = versions[0];
+  return {
+    id: app.id,
+    name: app.name,
+    owner_id: app.owner_id,
+    latest_version: latest ? toApiVersion(latest) : null,
+    live_version: versions.find((v) => v.review_state === 'published')?.version ?? null,
+    created_at: app.created_at.toISOString(),
+    updated_at: app.updated_at.toISOString(),
+  };
+}
+
+export interface MiniAppService {
+  submit(principal: Principal, uploadId: string): Promise<VersionRow>;
+  listMine(principal: Principal): Promise<MiniApp[]>;
+  transition(
+    principal: Principal,
+    versionId: string,
+    to: ReviewState,
+    reason: string | undefined,
+  ): Promise<VersionRow>;
+  reviewQueue(principal: Principal): Promise<VersionRow[]>;
+}
+
+export function createMiniAppService(deps: { db: Db; clock: Clock; blobs: BlobStore }): MiniAppService {
+  const { db, clock, blobs } = deps;
+
+  return {
+    async submit(principal, uploadId) {
+      const upload = await findUpload(db, uploadId);
+      if (!upload || upload.account_id !== principal.accountId) {
+        throw new ProblemError(
+          404,
+          'upload_not_found',
+          `No upload ${uploadId} of yours exists: upload the package first.`,
+        );
+      }
+      if (!upload.stored_at) {
+        throw new ProblemError(
+          409,
+          'upload_not_received',
+          'The package has not been uploaded to its URL yet.',
+        );
+      }
+      if (upload.submitted_at)
+        throw new ProblemError(409, 'upload_submitted', 'This upload was submitted already.');
+      const { manifest } = await checkPackage(blobs.packagePath(uploadId), upload.size);
+
+      return db.transaction(async (trx) => {
+        const now = clock();
+        if (!(await markSubmitted(trx, uploadId, now))) {
+          throw new ProblemError(409, 'upload_submitted', 'This upload was submitted already.');
+        }
+        // The first submission of an app id claims it for its developer.
+        await insertApp(trx, {
+          id: manifest.id,
+          owner_id: principal.accountId,
+          name: manifest.name,
+          created_at: now,
+          updated_at: now,
+        });
+        const app = await lockApp(trx, manifest.id);
+        if (!app || app.owner_id !== principal.accountId) {
+          throw new ProblemError(
+            403,
+            'app_owned_by_another',
+            `The app id ${manifest.id} belongs to another developer.`,
+          );
+        }
+        const earlier = await listVersionNumbers(trx, app.id);
+        const highest = earlier.sort(compareVersions).at(-1);
+        if (earlier.includes(manifest.version)) {
+          throw new ProblemError(
+            409,
+            'version_exists',
+            `${manifest.id} ${manifest.version} was submitted already: raise the version in manifest.json.`,
+          );
+        }
+        if (highest && compareVersions(manifest.version, highest) <= 0) {
+          throw new ProblemError(
+            409,
+            'version_not_greater',
+            `${manifest.id} ${manifest.version} is not greater than ${highest}, its latest version: raise the version in manifest.json.`,
+          );
+        }
+        await touchApp(trx, app.id, { name: manifest.name, updated_at: now });
+        return insertVersion(trx, {
+          id: randomUUID(),
+          app_id: app.id,
+          version: manifest.version,
+          review_state: initialReviewState,
+          reason: null,
+          manifest,
+          package_size: upload.size,
+          package_sha256: upload.sha256,
+          upload_id: uploadId,
+          submitted_at: now,
+          updated_at: now,
+        });
+      });
+    },
+
+    async listMine(principal) {
+      const apps = await listAppsOf(db, principal.accountId);
+      const versions = await listVersionsOfApps(
+        db,
+        apps.map((app) => app.id),
+      );
+      return apps.map((app) =>
+        toApiApp(
+          app,
+          versions.filter((v) => v.app_id === app.id),
+        ),
+      );
+    },
+
+    async transition(principal, versionId, to, reason) {
+      return db.transaction(async (trx) => {
+        const version = await findVersion(trx, versionId, { lock: true });
+        const app = version && (await findApp(trx, version.app_id));
+        const parties = new Set<Party>();
+        if (principal.isAdmin) parties.add('admin');
+        if (app?.owner_id === principal.accountId) parties.add('owner');
+        // Someone else's version is as good as absent to a developer.
+        if (!version || !app || parties.size === 0) {
+          throw new ProblemError(
+            404,
+            'version_not_found',
+            `No mini-app version ${versionId} of yours exists.`,
+          );
+        }
+        const move = checkMove(version.review_state, to, parties, reason);
+        const now = clock();
+        if (move.to === 'published') {
+          // Publishing a version supersedes the one that was live.
+          for (const live of await findPublished(trx, app.id, version.id)) {
+            checkMove(live.review_state, 'superseded', new Set(['system']), undefined);
+            await updateVersionState(trx, live.id, {
+              review_state: 'superseded',
+              reason: null,
+              updated_at: now,
+            });
+          }
+        }
+        await touchApp(trx, app.id, { updated_at: now });
+        return updateVersionState(trx, version.id, {
+          review_state: move.to,
+          reason: move.reasonRequired ? (reason?.trim() ?? null) : null,
+          updated_at: now,
+        });
+      });
+    },
+
+    async reviewQueue(principal) {
+      if (!principal.isAdmin) throw new ProblemError(403, 'admins_only', 'Only admins see the review queue.');
+      return listVersionsInStates(db, ['submitted', 'in_review']);
+    },
+  };
+}

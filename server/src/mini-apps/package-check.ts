@@ -1,0 +1,541 @@
+/** The server's check of a submitted package (`.tar.gz`), read as a stream before anything unpacks it. */
+import { type FileHandle, open } from 'node:fs/promises';
+import { Writable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { createGunzip } from 'node:zlib';
+import { Ajv2020, type ErrorObject } from 'ajv/dist/2020.js';
+import { Parser, type ReadEntry } from 'tar';
+import contract from '../../../generated/openapi.json' with { type: 'json' };
+import type { components } from '../../../generated/openapi.ts';
+import { type Problem, ProblemError } from '../http/problem.ts';
+
+export type Manifest = components['schemas']['Manifest'];
+
+export interface PackageLimits {
+  /** Tar entries (files, folders, and the refused kinds), not counting pax or long-name headers. */
+  maxEntries: number;
+  /** Sum of the sizes of the files, as unpacking would write them. */
+  maxUnpackedBytes: number;
+  /** Largest allowed unpacked size as a multiple of the package's size. */
+  maxRatio: number;
+}
+
+export const defaultPackageLimits: Readonly<PackageLimits> = {
+  maxEntries: 2000,
+  maxUnpackedBytes: 200 * 1024 * 1024,
+  maxRatio: 10,
+};
+
+export interface CheckedPackage {
+  manifest: Manifest;
+  entries: number;
+  unpackedBytes: number;
+}
+
+/** Lets a caller (the tests) see how far a check read before it stopped. */
+export interface PackageCheckProbe {
+  /** Bytes read from the package file, chunk by chunk. */
+  onRead?(bytes: number): void;
+  /** Bytes of tar stream inflated out of the gzip, chunk by chunk. */
+  onInflate?(bytes: number): void;
+}
+
+const manifestName = 'manifest.json';
+const maxManifestBytes = 64 * 1024;
+// Pax records and GNU long names: real ones hold a path of a few KiB at most.
+const maxMetaEntryBytes = 64 * 1024;
+// Tar data that is not file content (headers, pax records, padding, the end blocks) is allowed on top
+// of the content limit, so that a small package of many small files passes the ratio; it is bounded
+// too, so that a stream of empty entries or of zeros after the end is no bomb either.
+const tarOverheadPerEntry = 2048;
+const tarOverheadFixed = 1024 * 1024;
+const gzipMagic = [0x1f, 0x8b, 0x08];
+
+/**
+ * Checks the package stored at `path` (`packageBytes` long): gzip, then tar, `manifest.json` at the
+ * root and valid against the contract, its `entry` present, only plain files and folders at safe
+ * paths, and within the limits. Stops reading at the first refusal, which it throws as a 422
+ * `ProblemError`; other errors (an unreadable file) are the server's and pass through as they are.
+ */
+export async function checkPackage(
+  path: string,
+  packageBytes: number,
+  limits: Partial<PackageLimits> = {},
+  probe: PackageCheckProbe = {},
+): Promise<CheckedPackage> {
+  // One handle for the size, the magic number and the stream, so all three are of the same file.
+  const file = await open(path);
+  try {
+    const { size } = await file.stat();
+    if (size !== packageBytes) {
+      throw new Error(`The package file holds ${size} bytes, not the ${packageBytes} it was said to.`);
+    }
+    await requireGzip(file);
+    return await readPackage(file, packageBytes, { ...defaultPackageLimits, ...limits }, probe);
+  } finally {
+    await file.close();
+  }
+}
+
+/** Streams the package through gunzip and the tar parser, stopping at the first refusal. */
+async function readPackage(
+  file: FileHandle,
+  packageBytes: number,
+  limits: PackageLimits,
+  probe: PackageCheckProbe,
+): Promise<CheckedPackage> {
+  const { maxEntries, maxUnpackedBytes, maxRatio } = limits;
+  const contents = new PackageContents(limits, packageBytes);
+  const inflatedLimit =
+    Math.min(maxUnpackedBytes, maxRatio * packageBytes) + maxEntries * tarOverheadPerEntry + tarOverheadFixed;
+  let inflated = 0;
+  let refusal: Error | undefined;
+  let archiveEnded = false;
+  let loneZeroBlock = false;
+  // The first bytes are held back until they show that no second compression layer starts there,
+  // which the tar parser would otherwise inflate on its own, unmetered.
+  let head: Buffer | undefined = Buffer.alloc(0);
+
+  // strict turns every tar warning (bad checksum, truncated input, …) into an error; zstd and
+  // brotli off, since the package is gzip and nothing else.
+  const parser = new Parser({
+    strict: true,
+    zstd: false,
+    brotli: false,
+    maxMetaEntrySize: maxMetaEntryBytes,
+  });
+  const stopped = new Error('package check stopped');
+  const refuse = (error: unknown): void => {
+    if (refusal) return;
+    refusal = error instanceof Error ? error : new Error(String(error));
+    // Stops the parser within the chunk it is reading, so no further entry is looked at.
+    parser.abort(stopped);
+  };
+  parser.on('error', (error: Error) => refuse(packageProblem('not_tar', notTarDetail(error.message))));
+  parser.on('nullBlock', () => {
+    loneZeroBlock = true;
+  });
+  parser.on('eof', () => {
+    archiveEnded = true;
+  });
+  // Readers differ after a single zero block: some stop, node-tar reads on. Entries that only some
+  // readers see are refused rather than checked by one reading.
+  const afterZeroBlock = () => {
+    if (loneZeroBlock) {
+      refuse(
+        packageProblem('not_tar', 'The archive has entries after a zero block, where some readers stop.'),
+      );
+    }
+  };
+  parser.on('meta', afterZeroBlock);
+  parser.on('ignoredEntry', (entry: ReadEntry) => {
+    afterZeroBlock();
+    refuse(
+      entry.meta
+        ? packageProblem(
+            'unsupported_entry',
+            `The package has a pax or long-name header over ${maxMetaEntryBytes} bytes.`,
+          )
+        : unsupportedEntry(entry.path, entry.type),
+    );
+  });
+  parser.on('entry', (entry: ReadEntry) => {
+    afterZeroBlock();
+    if (refusal) {
+      entry.resume();
+      return;
+    }
+    try {
+      const keep = contents.admit(entry);
+      if (keep) {
+        const chunks: Buffer[] = [];
+        entry.on('data', (chunk: Buffer) => chunks.push(chunk));
+        entry.on('end', () => keep(Buffer.concat(chunks)));
+      } else {
+        // Bodies other than the manifest's are read only to reach the next header.
+        entry.resume();
+      }
+    } catch (error) {
+      entry.resume();
+      refuse(error);
+    }
+  });
+
+  const tarSink = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      try {
+        inflated += chunk.length;
+        probe.onInflate?.(chunk.length);
+        if (inflated > inflatedLimit) {
+          refuse(tooLarge(`more than ${formatBytes(inflatedLimit)} of tar data`));
+        } else if (!archiveEnded) {
+          // Past the end-of-archive blocks, readers stop; the rest is only counted, never buffered.
+          feed(chunk);
+        }
+        done(refusal);
+      } catch (error) {
+        done(error instanceof Error ? error : new Error(String(error)));
+      }
+    },
+    final(done) {
+      if (head) feed(undefined);
+      let finished = false;
+      const finish = () => {
+        if (finished) return;
+        finished = true;
+        done(refusal);
+      };
+      if (refusal) return finish();
+      // Ending the input is when the parser finds a truncated last entry or an empty archive; it
+      // then either aborts (strict) or ends.
+      parser.once('abort', finish);
+      parser.once('end', finish);
+      parser.end();
+    },
+  });
+  const feed = (chunk: Buffer | undefined) => {
+    if (head) {
+      head = chunk ? Buffer.concat([head, chunk]) : head;
+      if (chunk && head.length < 2) return;
+      if (head[0] === 0x1f && head[1] === 0x8b) {
+        refuse(packageProblem('not_tar', 'The package is gzip inside gzip: compress the tar archive once.'));
+        return;
+      }
+      chunk = head;
+      head = undefined;
+    }
+    if (chunk && chunk.length > 0) parser.write(chunk);
+  };
+
+  const packageStream = file.createReadStream({ start: 0, autoClose: false });
+  if (probe.onRead) packageStream.on('data', (chunk) => probe.onRead?.(chunk.length));
+  try {
+    await pipeline(packageStream, createGunzip(), tarSink);
+  } catch (error) {
+    if (refusal) throw refusal;
+    if (isZlibError(error)) {
+      throw packageProblem(
+        'corrupt_gzip',
+        `The package is a damaged gzip file (${error.message}): pack and upload it again.`,
+      );
+    }
+    throw error;
+  }
+  if (refusal) throw refusal;
+  return contents.conclude();
+}
+
+/** What the entries seen so far add up to, and the checks that need all of them. */
+class PackageContents {
+  readonly #limits: PackageLimits;
+  readonly #packageBytes: number;
+  #entries = 0;
+  #unpackedBytes = 0;
+  readonly #files = new Set<string>();
+  readonly #folders = new Set<string>();
+  // Every folder some entry lies in, so that a file at one of those paths is caught either way round.
+  readonly #ancestors = new Set<string>();
+  #manifest: Buffer | undefined;
+  #nestedManifest: string | undefined;
+
+  constructor(limits: PackageLimits, packageBytes: number) {
+    this.#limits = limits;
+    this.#packageBytes = packageBytes;
+  }
+
+  /**
+   * Checks one entry from its header, before its body is read; throws the refusal. Returns the
+   * function that takes the body when the body is needed (the manifest's).
+   */
+  admit(entry: ReadEntry): ((body: Buffer) => void) | undefined {
+    this.#entries += 1;
+    if (this.#entries > this.#limits.maxEntries) {
+      throw packageProblem(
+        'too_many_entries',
+        `The package has more than ${this.#limits.maxEntries} entries.`,
+      );
+    }
+    const path = packagePath(entry.path);
+    const type = entry.type;
+    if (type === 'SymbolicLink' || type === 'Link') {
+      // Every link is refused, even one that stays inside: what it reaches depends on the
+      // extraction order and the unpacking host, and a mini-app has no need of one.
+      const kind = type === 'Link' ? 'a hard link' : 'a symbolic link';
+      throw packageProblem(
+        'unsafe_link',
+        `${shown(entry.path)} is ${kind} (to ${shown(entry.linkpath ?? '')}): packages may hold only files and folders.`,
+      );
+    }
+    const isFile = type === 'File' || type === 'OldFile' || type === 'ContiguousFile';
+    if (!isFile && type !== 'Directory') throw unsupportedEntry(entry.path, type);
+    if (path === '') {
+      if (isFile) throw packageProblem('unsafe_path', 'A file entry names the package root.');
+      return undefined;
+    }
+
+    if (this.#files.has(path) || this.#folders.has(path)) {
+      // Which of the two would end up on disk depends on the extraction order.
+      throw packageProblem('unsafe_path', `${shown(path)} appears twice in the package.`);
+    }
+    const segments = path.split('/');
+    for (let depth = 1; depth < segments.length; depth += 1) {
+      const ancestor = segments.slice(0, depth).join('/');
+      if (this.#files.has(ancestor)) {
+        throw packageProblem('unsafe_path', `${shown(path)} is inside ${shown(ancestor)}, which is a file.`);
+      }
+      this.#ancestors.add(ancestor);
+    }
+    if (!isFile) {
+      this.#folders.add(path);
+      if (path === manifestName) {
+        throw packageProblem('manifest_invalid', `${manifestName} is a folder, not a file.`);
+      }
+      return undefined;
+    }
+    if (this.#ancestors.has(path)) {
+      throw packageProblem('unsafe_path', `${shown(path)} is a file, but other entries lie inside it.`);
+    }
+    this.#files.add(path);
+
+    const isManifest = path === manifestName;
+    if (isManifest && entry.size > maxManifestBytes) {
+      throw packageProblem(
+        'manifest_invalid',
+        `${manifestName} is larger than ${formatBytes(maxManifestBytes)}.`,
+      );
+    }
+    // A folder's manifest one level down is what packing the folder instead of its contents gives.
+    if (segments.length === 2 && segments[1] === manifestName) this.#nestedManifest ??= path;
+
+    this.#unpackedBytes += entry.size;
+    if (this.#unpackedBytes > this.#limits.maxUnpackedBytes) {
+      throw tooLarge(`more than ${formatBytes(this.#limits.maxUnpackedBytes)}`);
+    }
+    if (this.#unpackedBytes > this.#limits.maxRatio * this.#packageBytes) {
+      throw tooLarge(
+        `more than ${this.#limits.maxRatio} times its own size (${formatBytes(this.#packageBytes)})`,
+      );
+    }
+    if (!isManifest) return undefined;
+    return (body) => {
+      this.#manifest = body;
+    };
+  }
+
+  conclude(): CheckedPackage {
+    if (!this.#manifest) {
+      const hint = this.#nestedManifest
+        ? ` There is one at ${shown(this.#nestedManifest)}: pack the contents of the app folder, not the folder.`
+        : '';
+      throw packageProblem('manifest_missing', `The package has no ${manifestName} at its root.${hint}`);
+    }
+    const manifest = parseManifest(this.#manifest);
+    const entryPath = manifestEntryPath(manifest.entry);
+    if (!this.#files.has(entryPath)) {
+      const what = this.#folders.has(entryPath) ? 'is a folder, not a file' : 'is not in the package';
+      throw packageProblem('entry_missing', `The manifest's entry ${shown(manifest.entry)} ${what}.`);
+    }
+    return { manifest, entries: this.#entries, unpackedBytes: this.#unpackedBytes };
+  }
+}
+
+/** The path an entry unpacks to, relative to the package root with `.` and empty segments dropped. */
+function packagePath(raw: string): string {
+  const unsafe = (why: string) => packageProblem('unsafe_path', `${shown(raw)} ${why}.`);
+  if (raw.startsWith('/') || /^[A-Za-z]:/.test(raw)) throw unsafe('is an absolute path');
+  // A backslash is a folder separator to Windows tools, which would then see other paths.
+  if (raw.includes('\\')) throw unsafe('contains a backslash');
+  for (const character of raw) {
+    const code = character.codePointAt(0) ?? 0;
+    if (code < 0x20 || code === 0x7f) throw unsafe('contains a control character');
+  }
+  // Decoding replaced bytes that are not UTF-8: the name on disk would differ from the one checked.
+  if (raw.includes('\uFFFD')) throw unsafe('is not valid UTF-8');
+  const segments = raw.split('/').filter((segment) => segment !== '' && segment !== '.');
+  if (segments.includes('..')) throw unsafe('leads out of its folder with `..`');
+  return segments.join('/');
+}
+
+function manifestEntryPath(entry: string): string {
+  try {
+    return packagePath(entry);
+  } catch {
+    throw packageProblem(
+      'manifest_invalid',
+      `The manifest's entry ${shown(entry)} is not a path inside the package.`,
+      [{ path: '/manifest/entry', message: 'must be a relative path inside the package' }],
+    );
+  }
+}
+
+function parseManifest(body: Buffer): Manifest {
+  let text: string;
+  try {
+    // Fatal on bytes that are not UTF-8; a leading byte-order mark is dropped.
+    text = new TextDecoder('utf-8', { fatal: true }).decode(body);
+  } catch {
+    throw packageProblem('manifest_invalid', `${manifestName} is not UTF-8 text.`, [
+      { path: '/manifest', message: 'must be UTF-8 text' },
+    ]);
+  }
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error);
+    throw packageProblem('manifest_invalid', `${manifestName} is not valid JSON: ${message}.`, [
+      { path: '/manifest', message: `is not valid JSON: ${message}` },
+    ]);
+  }
+  if (!validateManifest(value)) {
+    const errors = (validateManifest.errors ?? []).map(fieldError);
+    const listed = errors.map((error) => `${error.path} ${error.message}`).join('; ');
+    throw packageProblem(
+      'manifest_invalid',
+      `${manifestName} does not match the Manifest schema: ${listed}.`,
+      errors,
+    );
+  }
+  return value;
+}
+
+type FieldError = NonNullable<Problem['errors']>[number];
+
+function fieldError(error: ErrorObject): FieldError {
+  const params: Record<string, unknown> = error.params;
+  // ajv places these two at the object that holds the field; the developer looks for the field.
+  if (error.keyword === 'required') {
+    return {
+      path: `/manifest${error.instancePath}/${pointerSegment(params.missingProperty)}`,
+      message: 'is required',
+    };
+  }
+  if (error.keyword === 'additionalProperties') {
+    return {
+      path: `/manifest${error.instancePath}/${pointerSegment(params.additionalProperty)}`,
+      message: 'is not a manifest field',
+    };
+  }
+  if (error.keyword === 'enum' && Array.isArray(params.allowedValues)) {
+    return {
+      path: `/manifest${error.instancePath}`,
+      message: `must be one of ${params.allowedValues.join(', ')}`,
+    };
+  }
+  return { path: `/manifest${error.instancePath}`, message: error.message ?? 'is not valid' };
+}
+
+function pointerSegment(name: unknown): string {
+  return String(name).replaceAll('~', '~0').replaceAll('/', '~1');
+}
+
+/**
+ * Compiles one schema of the contract as a standalone JSON Schema (draft 2020-12, as OpenAPI 3.1
+ * has it): the component schemas it refers to become its `$defs`, and the `x-` extensions, which
+ * are for codegen, are left out so that ajv's strict mode can refuse any keyword it does not know.
+ */
+function compileContractSchema<T>(name: string) {
+  const schemas: Record<string, unknown> = contract.components.schemas;
+  const prefix = '#/components/schemas/';
+  const defs: Record<string, unknown> = {};
+  const copySchema = (node: unknown): unknown => {
+    if (Array.isArray(node)) return node.map(copySchema);
+    if (node === null || typeof node !== 'object') return node;
+    const copy: Record<string, unknown> = {};
+    for (const [key, value] of Object.entries(node)) {
+      if (key.startsWith('x-')) continue;
+      if (key === '$ref' && typeof value === 'string' && value.startsWith(prefix)) {
+        const target = value.slice(prefix.length);
+        if (!(target in defs)) {
+          defs[target] = true; // taken before copying, so a recursive schema ends
+          defs[target] = copySchema(schemas[target]);
+        }
+        copy[key] = `#/$defs/${target}`;
+      } else if (schemaMapKeywords.has(key) && value !== null && typeof value === 'object') {
+        // Keys here are property names, which may well start with `x-`.
+        copy[key] = Object.fromEntries(Object.entries(value).map(([k, v]) => [k, copySchema(v)]));
+      } else if (valueKeywords.has(key)) {
+        copy[key] = value;
+      } else {
+        copy[key] = copySchema(value);
+      }
+    }
+    return copy;
+  };
+  const root = copySchema(schemas[name]);
+  if (root === null || typeof root !== 'object') throw new Error(`The contract has no schema ${name}.`);
+  const ajv = new Ajv2020({ strict: true, allErrors: true });
+  // Keywords of OpenAPI's Schema Object that JSON Schema does not have: annotations only.
+  ajv.addVocabulary(['example', 'discriminator', 'xml', 'externalDocs']);
+  return ajv.compile<T>({ ...root, $defs: defs });
+}
+
+// Schema keywords whose value is a map of schemas by name, and those whose value is data.
+const schemaMapKeywords = new Set(['properties', 'patternProperties', '$defs', 'dependentSchemas']);
+const valueKeywords = new Set(['enum', 'const', 'default', 'examples', 'example']);
+
+const validateManifest = compileContractSchema<Manifest>('Manifest');
+
+async function requireGzip(file: FileHandle): Promise<void> {
+  const start = Buffer.alloc(262);
+  const { bytesRead: length } = await file.read(start, 0, start.length, 0);
+  if (length >= gzipMagic.length && gzipMagic.every((byte, index) => start[index] === byte)) return;
+  const looksLike =
+    start.subarray(0, 4).toString('latin1') === 'PK\x03\x04'
+      ? ' (it is a zip archive)'
+      : start.subarray(257, 262).toString('latin1') === 'ustar'
+        ? ' (it is a tar archive without compression)'
+        : '';
+  throw packageProblem(
+    'not_gzip',
+    `The package is not gzip-compressed${looksLike}: upload the app folder as a .tar.gz.`,
+  );
+}
+
+function packageProblem(code: string, detail: string, errors?: Problem['errors']): ProblemError {
+  return new ProblemError(422, code, detail, { title: 'Invalid package', errors });
+}
+
+function tooLarge(what: string): ProblemError {
+  return packageProblem(
+    'too_large_unpacked',
+    `The package unpacks to ${what}: leave out what the app does not need.`,
+  );
+}
+
+function unsupportedEntry(path: string, type: string): ProblemError {
+  const kinds: Record<string, string> = {
+    CharacterDevice: 'a character device',
+    BlockDevice: 'a block device',
+    FIFO: 'a named pipe (FIFO)',
+  };
+  const kind =
+    kinds[type] ??
+    (type === 'Unsupported' ? 'an entry of an unknown tar type' : `a tar entry of type ${type}`);
+  return packageProblem(
+    'unsupported_entry',
+    `${shown(path)} is ${kind}: packages may hold only files and folders.`,
+  );
+}
+
+function notTarDetail(message: string): string {
+  return `The package is gzip-compressed but not a readable tar archive (${message}).`;
+}
+
+function isZlibError(error: unknown): error is Error & { code: string } {
+  return (
+    error instanceof Error && 'code' in error && typeof error.code === 'string' && error.code.startsWith('Z_')
+  );
+}
+
+/** A path quoted for a problem's detail, cut short so that a hostile one cannot flood it. */
+function shown(path: string): string {
+  return JSON.stringify(path.length > 200 ? `${path.slice(0, 200)}…` : path);
+}
+
+function formatBytes(bytes: number): string {
+  const mebibyte = 1024 * 1024;
+  if (bytes >= mebibyte && bytes % mebibyte === 0) return `${bytes / mebibyte} MiB`;
+  if (bytes >= 1024 && bytes % 1024 === 0) return `${bytes / 1024} KiB`;
+  return `${bytes} bytes`;
+}

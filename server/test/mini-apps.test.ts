@@ -1,0 +1,270 @@
+import assert from 'node:assert/strict';
+import { readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { type Developer, signUpDeveloper } from './support/accounts.ts';
+import { call } from './support/http.ts';
+import { makePackage, manifestFor, type TestPackage } from './support/packages.ts';
+import { startTestService, type TestService } from './support/service.ts';
+
+describe('publishing mini-apps', () => {
+  let service: TestService;
+  let url: string;
+  let developer: Developer;
+  let admin: Developer;
+
+  before(async () => {
+    service = await startTestService({
+      SVC_ADMIN_EMAILS: 'reviewer@example.com',
+      SVC_MAX_PACKAGE_BYTES: '200000',
+    });
+    url = service.url;
+    developer = await signUpDeveloper(url);
+    admin = await signUpDeveloper(url, 'reviewer@example.com');
+  });
+  after(() => service.stop());
+
+  const uploadUrl = (who: Developer, pkg: { size: number; sha256: string }) =>
+    call(url, 'POST', '/api/v1/mini-apps/upload-url', {
+      token: who.token,
+      body: { size: pkg.size, sha256: pkg.sha256 },
+    });
+
+  async function put(target: string, body: Buffer, headers: Record<string, string> = {}) {
+    const response = await fetch(target, {
+      method: 'PUT',
+      headers: { 'content-type': 'application/gzip', ...headers },
+      body,
+    });
+    const text = await response.text();
+    return { status: response.status, body: text ? JSON.parse(text) : undefined };
+  }
+
+  async function publish(who: Developer, pkg: TestPackage) {
+    service.clock.advance(1_000); // so that submission times differ, and queue order means something
+    const target = await uploadUrl(who, pkg);
+    assert.equal(target.status, 201, JSON.stringify(target.body));
+    const uploaded = await put(target.body.upload_url, pkg.bytes);
+    assert.equal(uploaded.status, 201, JSON.stringify(uploaded.body));
+    return call(url, 'POST', '/api/v1/mini-apps/submit', {
+      token: who.token,
+      body: { upload_id: target.body.upload_id },
+    });
+  }
+
+  const move = (who: Developer, versionId: string, to: string, reason?: string) =>
+    call(url, 'POST', `/api/v1/mini-apps/versions/${versionId}/transitions`, {
+      token: who.token,
+      body: reason ? { to, reason } : { to },
+    });
+
+  const storedFiles = () => {
+    const blobs = join(service.config.dataDir, 'blobs');
+    return [...readdirSync(join(blobs, 'incoming')), ...readdirSync(join(blobs, 'packages'))].length;
+  };
+
+  test('when an upload URL is asked for then it is signed for the size and hash, and expires in 15 minutes', async () => {
+    const pkg = makePackage(manifestFor('com.example.signed', '1.0.0'));
+    const target = await uploadUrl(developer, pkg);
+    assert.equal(target.status, 201);
+    assert.equal(target.body.method, 'PUT');
+    assert.deepEqual(target.body.headers, {
+      'content-type': 'application/gzip',
+      'content-length': String(pkg.size),
+    });
+    assert.match(
+      target.body.upload_url,
+      new RegExp(`^${url}/uploads/${target.body.upload_id}\\?expires=\\d+&signature=[\\w-]+$`),
+    );
+    assert.equal(Date.parse(target.body.expires_at) - service.clock.now, 15 * 60_000);
+  });
+
+  test('when the package is over SVC_MAX_PACKAGE_BYTES then the upload URL is refused with 413', async () => {
+    const reply = await uploadUrl(developer, { size: 200_001, sha256: 'a'.repeat(64) });
+    assert.equal(reply.status, 413);
+    assert.equal(reply.body.code, 'package_too_large');
+  });
+
+  test('when the URL is tampered with then 403, and nothing is stored', async () => {
+    const pkg = makePackage(manifestFor('com.example.tampered', '1.0.0'));
+    const target = (await uploadUrl(developer, pkg)).body;
+    const before = storedFiles();
+    for (const forged of [
+      target.upload_url.replace(/signature=[\w-]+/, 'signature=AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA'),
+      target.upload_url.replace(/expires=(\d+)/, (_: string, e: string) => `expires=${Number(e) + 3600}`),
+    ]) {
+      const reply = await put(forged, pkg.bytes);
+      assert.equal(reply.status, 403);
+      assert.equal(reply.body.code, 'invalid_upload_url');
+    }
+    assert.equal(storedFiles(), before);
+  });
+
+  test('when the URL has expired then 403', async () => {
+    const pkg = makePackage(manifestFor('com.example.expired', '1.0.0'));
+    const target = (await uploadUrl(developer, pkg)).body;
+    service.clock.advance(15 * 60_000);
+    const reply = await put(target.upload_url, pkg.bytes);
+    assert.equal(reply.status, 403);
+    assert.equal(reply.body.code, 'upload_url_expired');
+  });
+
+  test('when the body has the wrong length or hash then 400, 413 or 422, nothing is stored, and the URL still works', async () => {
+    const pkg = makePackage(manifestFor('com.example.lengths', '1.0.0'));
+    const target = (await uploadUrl(developer, pkg)).body;
+    const before = storedFiles();
+    assert.equal((await put(target.upload_url, pkg.bytes.subarray(1))).status, 400);
+    assert.equal((await put(target.upload_url, Buffer.concat([pkg.bytes, Buffer.from('x')]))).status, 413);
+    const altered = Buffer.from(pkg.bytes);
+    altered[altered.length - 1] = (altered[altered.length - 1] ?? 0) ^ 1;
+    const mismatch = await put(target.upload_url, altered);
+    assert.equal(mismatch.status, 422);
+    assert.equal(mismatch.body.code, 'sha256_mismatch');
+    assert.equal(storedFiles(), before, 'a failed upload leaves nothing behind');
+
+    assert.equal((await put(target.upload_url, pkg.bytes)).status, 201);
+    const again = await put(target.upload_url, pkg.bytes);
+    assert.equal(again.status, 409, 'a URL works once');
+    assert.equal(again.body.code, 'upload_used');
+  });
+
+  test('when an Authorization header is sent with the PUT then it changes nothing: the URL is the credential', async () => {
+    const pkg = makePackage(manifestFor('com.example.noauth', '1.0.0'));
+    const target = (await uploadUrl(developer, pkg)).body;
+    assert.equal(
+      (await put(target.upload_url, pkg.bytes, { authorization: 'Bearer svc_nonsense' })).status,
+      201,
+    );
+  });
+
+  test('when a package is submitted then it is version 1.0.0 in submitted, and the app is mine', async () => {
+    const submitted = await publish(developer, makePackage(manifestFor('com.example.hello', '1.0.0')));
+    assert.equal(submitted.status, 201, JSON.stringify(submitted.body));
+    assert.equal(submitted.body.review_state, 'submitted');
+    assert.equal(submitted.body.version, '1.0.0');
+    assert.equal(submitted.body.manifest.id, 'com.example.hello');
+    const mine = await call(url, 'GET', '/api/v1/mini-apps/mine', { token: developer.token });
+    const app = mine.body.mini_apps.find((a: { id: string }) => a.id === 'com.example.hello');
+    assert.equal(app.latest_version.review_state, 'submitted');
+    assert.equal(app.live_version, null);
+  });
+
+  test('when another developer submits the same app id then 403', async () => {
+    const stranger = await signUpDeveloper(url);
+    const reply = await publish(stranger, makePackage(manifestFor('com.example.hello', '2.0.0')));
+    assert.equal(reply.status, 403);
+    assert.equal(reply.body.code, 'app_owned_by_another');
+  });
+
+  test('when the version is not greater than every earlier one then 409', async () => {
+    await publish(developer, makePackage(manifestFor('com.example.versions', '1.2.0')));
+    const same = await publish(developer, makePackage(manifestFor('com.example.versions', '1.2.0')));
+    assert.equal(same.status, 409);
+    assert.equal(same.body.code, 'version_exists');
+    const lower = await publish(developer, makePackage(manifestFor('com.example.versions', '1.10.0-beta.1')));
+    assert.equal(lower.status, 201, '1.10.0-beta.1 is greater than 1.2.0');
+    const older = await publish(developer, makePackage(manifestFor('com.example.versions', '1.9.9')));
+    assert.equal(older.status, 409);
+    assert.equal(older.body.code, 'version_not_greater');
+  });
+
+  test('when the package fails its checks then 422 naming the problem, and no version is made', async () => {
+    const reply = await publish(
+      developer,
+      makePackage(manifestFor('com.example.broken', '1.0.0', { network: ['http://plain.example.com'] })),
+    );
+    assert.equal(reply.status, 422);
+    assert.equal(reply.body.code, 'manifest_invalid');
+    const noEntry = await publish(
+      developer,
+      makePackage(manifestFor('com.example.broken', '1.0.0'), { 'other.html': 'x' }),
+    );
+    assert.equal(noEntry.status, 422);
+    assert.equal(noEntry.body.code, 'entry_missing');
+    const mine = await call(url, 'GET', '/api/v1/mini-apps/mine', { token: developer.token });
+    assert.ok(!mine.body.mini_apps.some((a: { id: string }) => a.id === 'com.example.broken'));
+  });
+
+  test('when an upload is submitted twice then the second is 409', async () => {
+    const pkg = makePackage(manifestFor('com.example.twice', '1.0.0'));
+    const target = (await uploadUrl(developer, pkg)).body;
+    await put(target.upload_url, pkg.bytes);
+    const submit = () =>
+      call(url, 'POST', '/api/v1/mini-apps/submit', {
+        token: developer.token,
+        body: { upload_id: target.upload_id },
+      });
+    assert.equal((await submit()).status, 201);
+    assert.equal((await submit()).status, 409);
+  });
+
+  test('when a version goes through review then published supersedes the one before, with reasons shown', async () => {
+    const first = (await publish(developer, makePackage(manifestFor('com.example.review', '1.0.0')))).body;
+    assert.equal(
+      (await move(developer, first.id, 'in_review')).status,
+      403,
+      'a developer cannot start a review',
+    );
+    assert.equal((await move(admin, first.id, 'approved')).status, 409, 'not from submitted');
+    assert.equal((await move(admin, first.id, 'in_review')).status, 200);
+    assert.equal((await move(admin, first.id, 'approved')).status, 200);
+    assert.equal(
+      (await move(admin, first.id, 'published')).status,
+      403,
+      "publishing is the developer's move",
+    );
+    const live = await move(developer, first.id, 'published');
+    assert.equal(live.body.review_state, 'published');
+
+    const second = (await publish(developer, makePackage(manifestFor('com.example.review', '1.1.0')))).body;
+    await move(admin, second.id, 'in_review');
+    const rejected = await move(admin, second.id, 'rejected');
+    assert.equal(rejected.status, 422, 'a rejection needs a reason');
+    const withReason = await move(
+      admin,
+      second.id,
+      'rejected',
+      'Calls an origin its manifest does not declare.',
+    );
+    assert.equal(withReason.body.reason, 'Calls an origin its manifest does not declare.');
+
+    const third = (await publish(developer, makePackage(manifestFor('com.example.review', '1.2.0')))).body;
+    await move(admin, third.id, 'in_review');
+    await move(admin, third.id, 'approved');
+    await move(developer, third.id, 'published');
+    const mine = await call(url, 'GET', '/api/v1/mini-apps/mine', { token: developer.token });
+    const app = mine.body.mini_apps.find((a: { id: string }) => a.id === 'com.example.review');
+    assert.equal(app.live_version, '1.2.0');
+    const firstNow = await call(url, 'POST', `/api/v1/mini-apps/versions/${first.id}/transitions`, {
+      token: admin.token,
+      body: { to: 'removed', reason: 'x' },
+    });
+    assert.equal(firstNow.status, 409, 'the first version was superseded, so it cannot be removed');
+  });
+
+  test('when a developer moves a version of someone else then 404', async () => {
+    const version = (await publish(developer, makePackage(manifestFor('com.example.private', '1.0.0')))).body;
+    const stranger = await signUpDeveloper(url);
+    assert.equal((await move(stranger, version.id, 'withdrawn')).status, 404);
+  });
+
+  test('when the review queue is read then it lists what waits, oldest first, to admins only', async () => {
+    const queue = await call(url, 'GET', '/api/v1/admin/review-queue', { token: admin.token });
+    assert.equal(queue.status, 200);
+    const times = queue.body.versions.map((v: { submitted_at: string }) => Date.parse(v.submitted_at));
+    assert.deepEqual(
+      times,
+      [...times].sort((a, b) => a - b),
+    );
+    assert.ok(
+      queue.body.versions.every((v: { review_state: string }) =>
+        ['submitted', 'in_review'].includes(v.review_state),
+      ),
+    );
+    assert.ok(queue.body.versions.length > 0);
+    assert.equal(
+      (await call(url, 'GET', '/api/v1/admin/review-queue', { token: developer.token })).status,
+      403,
+    );
+  });
+});
