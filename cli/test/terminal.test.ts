@@ -1,5 +1,4 @@
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -8,28 +7,8 @@ import { after, before, describe, test } from 'node:test';
 import { buildCli } from '../../scripts/build-cli.ts';
 import { runCli } from '../src/cli.ts';
 import { makeKey } from './support/ssh.ts';
-import { svcBinary, userEnv } from './support/svc.ts';
-
-/** Runs svc on a real pseudo-terminal (util-linux `script`), typing `typed` once it has started. */
-function onTerminal(
-  args: string[],
-  env: NodeJS.ProcessEnv,
-  typed: string,
-): Promise<{ code: number | null; screen: string }> {
-  const command = [process.execPath, svcBinary, ...args]
-    .map((word) => `'${word.replaceAll("'", "'\\''")}'`)
-    .join(' ');
-  const child = spawn('script', ['-qfec', command, '/dev/null'], { env, stdio: ['pipe', 'pipe', 'pipe'] });
-  let screen = '';
-  child.stdout.on('data', (chunk: Buffer) => {
-    screen += chunk.toString();
-    if (screen.includes('Passphrase for') && typed) {
-      child.stdin.write(`${typed}\r`);
-      typed = '';
-    }
-  });
-  return new Promise((resolve) => child.once('exit', (code) => resolve({ code, screen })));
-}
+import { userEnv } from './support/svc.ts';
+import { onTerminal } from './support/terminal.ts';
 
 describe('svc on a terminal', () => {
   const home = mkdtempSync(join(tmpdir(), 'svc-tty-'));

@@ -1,0 +1,24 @@
+/** Runs `svc` on a real pseudo-terminal (util-linux `script`), as a person at a terminal would. */
+import { spawn } from 'node:child_process';
+import { svcBinary } from './svc.ts';
+
+/** Types `typed` when a passphrase is asked for. */
+export function onTerminal(
+  args: string[],
+  env: NodeJS.ProcessEnv,
+  typed: string,
+): Promise<{ code: number | null; screen: string }> {
+  const command = [process.execPath, svcBinary, ...args]
+    .map((word) => `'${word.replaceAll("'", "'\\''")}'`)
+    .join(' ');
+  const child = spawn('script', ['-qfec', command, '/dev/null'], { env, stdio: ['pipe', 'pipe', 'pipe'] });
+  let screen = '';
+  child.stdout.on('data', (chunk: Buffer) => {
+    screen += chunk.toString();
+    if (screen.includes('Passphrase for') && typed) {
+      child.stdin.write(`${typed}\r`);
+      typed = '';
+    }
+  });
+  return new Promise((resolve) => child.once('exit', (code) => resolve({ code, screen })));
+}
