@@ -37,7 +37,7 @@ export async function ensureSigningKey(db: Db, clock: Clock): Promise<void> {
     private_jwk: privateKey.export({ format: 'jwk' }),
     created_at: clock(),
   };
-  // Two replicas starting at once may both get here; the first key wins, the other is dropped.
+  // Two replicas starting at once may each add a key; both are then published, and either verifies.
   await db('signing_keys')
     .insert({
       ...row,
