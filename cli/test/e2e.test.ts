@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { buildCli } from '../../scripts/build-cli.ts';
-import { type RunningService, startService } from './support/service.ts';
+import { type RunningService, startServiceProcess } from './support/service.ts';
 import { makeKey, startAgent } from './support/ssh.ts';
 import { svc, userEnv } from './support/svc.ts';
 
@@ -28,7 +28,7 @@ describe('svc end to end', () => {
 
   before(async () => {
     await buildCli();
-    service = await startService();
+    service = await startServiceProcess();
     env = userEnv(home, { SVC_API_URL: service.url });
     rmSync(keys, { recursive: true, force: true });
     mkdirSync(keys, { mode: 0o700 });

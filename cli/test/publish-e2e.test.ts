@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { buildCli } from '../../scripts/build-cli.ts';
-import { type RunningService, startService } from './support/service.ts';
+import { type RunningService, startServiceProcess } from './support/service.ts';
 import { makeKey } from './support/ssh.ts';
 import { svc, userEnv } from './support/svc.ts';
 import { onTerminal } from './support/terminal.ts';
@@ -44,9 +44,8 @@ describe('publishing with svc, end to end', () => {
 
   before(async () => {
     await buildCli();
-    service = await startService({
-      SVC_ADMIN_EMAILS: 'reviewer@example.com',
-      SVC_MAX_PACKAGE_BYTES: '100000',
+    service = await startServiceProcess({
+      env: { SVC_ADMIN_EMAILS: 'reviewer@example.com', SVC_MAX_PACKAGE_BYTES: '100000' },
     });
     env = userEnv(home, { SVC_API_URL: service.url });
     cpSync(example, app, { recursive: true });

@@ -1,38 +1,15 @@
 import assert from 'node:assert/strict';
-import { type ChildProcess, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { call } from './support/http.ts';
+import { exitOf, startServiceProcess } from './support/service-process.ts';
 
+const startProcess = (dataDir: string) => startServiceProcess({ dataDir });
 const mainModule = join(import.meta.dirname, '../src/main.ts');
-
-/** Starts the service as `npm start` does, and waits for the lines that say where it runs. */
-async function startProcess(dataDir: string): Promise<{ child: ChildProcess; url: string; banner: string }> {
-  // Embedded mode even when the suite runs against Postgres: this is what `npm start` does on a fresh clone.
-  const { DATABASE_URL: _ignored, ...inherited } = process.env;
-  const env = { ...inherited, PORT: '0', DATA_DIR: dataDir };
-  const child = spawn(process.execPath, ['--import', 'tsx', mainModule], {
-    env,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let banner = '';
-  const url = await new Promise<string>((resolve, reject) => {
-    child.stdout?.on('data', (chunk: Buffer) => {
-      banner += chunk.toString();
-      const match = /API\s+(http:\/\/\S+)\/api\/v1/.exec(banner);
-      if (match?.[1] && banner.includes('Stop with')) resolve(match[1]);
-    });
-    child.once('exit', (code) => reject(new Error(`exited with ${code} before starting:\n${banner}`)));
-  });
-  return { child, url, banner };
-}
-
-function exitOf(child: ChildProcess): Promise<number | null> {
-  return new Promise((resolve) => child.once('exit', (code) => resolve(code)));
-}
 
 describe('npm start', () => {
   const dataDir = mkdtempSync(join(tmpdir(), 'svc-data-'));
