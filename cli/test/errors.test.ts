@@ -196,6 +196,43 @@ describe('svc errors a person understands', () => {
     assert.match(run.stdout, /no mini-apps yet: publish one with `svc publish`/);
   });
 
+  test('when a version was rejected then status shows the reason beside its state', async () => {
+    const version = {
+      id: '7d3f1a2b-4c5d-4e6f-8a9b-0c1d2e3f4a5b',
+      app_id: 'com.example.hello-car',
+      version: '1.1.0',
+      review_state: 'rejected',
+      reason: 'Calls an origin its manifest does not declare.',
+      manifest: {
+        id: 'com.example.hello-car',
+        name: 'Hello Car',
+        version: '1.1.0',
+        entry: 'index.html',
+        network: [],
+      },
+      package: { size: 1, sha256: 'a'.repeat(64) },
+      submitted_at: '2026-11-21T10:00:00Z',
+      updated_at: '2026-11-21T11:00:00Z',
+    };
+    const app = {
+      id: 'com.example.hello-car',
+      name: 'Hello Car',
+      owner_id: '0b9d6f4e-1c2a-4e5b-8f3d-7a6c5b4e3d21',
+      latest_version: version,
+      live_version: '1.0.0',
+      created_at: '2026-11-20T10:00:00Z',
+      updated_at: '2026-11-21T11:00:00Z',
+    };
+    reply = { status: 200, body: { mini_apps: [app] } };
+    const run = await svc(['status'], env());
+    assert.equal(run.code, 0, run.stderr);
+    assert.match(run.stdout, /^APP\s+NAME\s+LATEST\s+REVIEW\s+LIVE\s+CHANGED$/m);
+    assert.match(
+      run.stdout,
+      /com\.example\.hello-car\s+Hello Car\s+1\.1\.0\s+rejected \(Calls an origin its manifest does not declare\.\)\s+1\.0\.0\s+2026-11-21T11:00:00Z/,
+    );
+  });
+
   test('when the command line is wrong then exit 2 with the usage', async () => {
     const missing = await svc(['keys', 'remove'], env());
     assert.equal(missing.code, 2);
