@@ -4,7 +4,7 @@
  * else from the key file. Nothing is signed unless the challenge is for this service and this key.
  */
 import { existsSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import {
   fingerprint,
   formatPublicKeyLine,
@@ -24,6 +24,11 @@ import { agentSigner } from './ssh-agent.ts';
 export interface LoginOptions {
   keyPath: string | undefined;
   passphrase: string | undefined;
+}
+
+/** How a first key gets registered: the web console, or the account API it uses (README: "Your first key"). */
+function registerHint(keyPath: string): string {
+  return `register ${keyPath}.pub in the web console (Account, SSH keys) or through the account API (see the README, "Your first key")`;
 }
 
 export function defaultKeyPath(home: string): string {
@@ -51,7 +56,8 @@ function keyFileProblem(error: SshKeyError, keyPath: string): CliError {
       return new CliError(`the passphrase for ${keyPath} is not right.`);
     case 'unsupported_key_type':
       return new CliError(
-        `${error.message}. svc signs in with ed25519 keys only: make one with ssh-keygen -t ed25519 -f ${keyPath}`,
+        `${keyPath} is not an ed25519 key, and svc signs in with ed25519 keys only (${error.message}). ` +
+          'Make one with: ssh-keygen -t ed25519, and pass it with --key.',
       );
     default:
       return new CliError(`${keyPath} is not a usable OpenSSH private key: ${error.message}`);
@@ -61,8 +67,9 @@ function keyFileProblem(error: SshKeyError, keyPath: string): CliError {
 async function readKeyFile(keyPath: string, options: LoginOptions, context: SvcContext): Promise<KeySigner> {
   if (!existsSync(keyPath)) {
     throw new CliError(
-      `there is no SSH key at ${keyPath}. Make one with: ssh-keygen -t ed25519 -f ${keyPath}\n` +
-        `then register ${keyPath}.pub in the web console (Account, SSH keys), or pass --key <path>.`,
+      `there is no SSH key at ${keyPath}. Make one with:\n` +
+        `  mkdir -p -m 700 ${dirname(keyPath)} && ssh-keygen -t ed25519 -f ${keyPath}\n` +
+        `then ${registerHint(keyPath)}; or pass --key <path> to use another key.`,
     );
   }
   const pem = readFileSync(keyPath, 'utf8');
@@ -137,19 +144,19 @@ export async function login(session: Session, options: LoginOptions, context: Sv
   const { client, apiUrl } = session;
 
   const challenge = await expectOk(
-    apiUrl,
+    session,
     client.POST('/api/v1/auth/challenges', { body: { public_key: formatPublicKeyLine({ publicKeyBlob }) } }),
   );
   checkChallenge(challenge, { apiUrl, fingerprint: keyFingerprint });
   const signature = await signSshsig(challenge.message, signer, loginNamespace);
   const token = await expectOk(
-    apiUrl,
+    session,
     client.POST('/api/v1/auth/tokens', { body: { challenge_id: challenge.challenge_id, signature } }),
   ).catch((error: unknown) => {
     if (error instanceof AuthenticationNeeded) {
       throw new AuthenticationNeeded(
         `the service at ${apiUrl} did not accept the key ${keyFingerprint} (${keyPath}). Is it registered? ` +
-          `Add ${keyPath}.pub in the web console (Account, SSH keys), or with \`svc keys add\` where you are signed in.`,
+          `${registerHint(keyPath)}, or run \`svc keys add ${keyPath}.pub\` where you are signed in.`,
       );
     }
     throw error;
@@ -160,7 +167,7 @@ export async function login(session: Session, options: LoginOptions, context: Sv
     api_url: apiUrl,
   });
   const me = await expectOk(
-    apiUrl,
+    session,
     client.GET('/api/v1/dev/me', { headers: { authorization: `Bearer ${token.access_token}` } }),
   );
   return {

@@ -4,7 +4,7 @@
  */
 import { type ApiClient, createApiClient, isProblem } from '@svc/sdk';
 import { defaultApiUrl, type SvcContext } from './context.ts';
-import { AuthenticationNeeded, CliError } from './errors.ts';
+import { AuthenticationNeeded, CliError, ExitCode } from './errors.ts';
 import { openTokenStore, resolveToken, type TokenSource, type TokenStore } from './token-store.ts';
 import { userAgent } from './version.ts';
 
@@ -13,6 +13,8 @@ export interface Session {
   client: ApiClient;
   store: TokenStore;
   token: { value: string; source: TokenSource } | undefined;
+  /** The service the stored token is for, when it is not the one this command talks to. */
+  signedInElsewhere: string | undefined;
 }
 
 function normalizeUrl(raw: string, from: string): string {
@@ -20,12 +22,13 @@ function normalizeUrl(raw: string, from: string): string {
   try {
     url = new URL(raw);
   } catch {
-    throw new CliError(`${from} is not a URL: "${raw}" (for example http://127.0.0.1:8080)`);
+    throw new CliError(`${from} is not a URL: "${raw}" (for example http://127.0.0.1:8080)`, ExitCode.usage);
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') {
-    throw new CliError(`${from} must be an http or https URL, not "${raw}"`);
+    throw new CliError(`${from} must be an http or https URL, not "${raw}"`, ExitCode.usage);
   }
-  return url.href.replace(/\/+$/, '');
+  // The service prints its API as <base>/api/v1; people paste that.
+  return url.href.replace(/\/+$/, '').replace(/\/api\/v1$/, '');
 }
 
 export async function openSession(context: SvcContext, apiUrlOption: string | undefined): Promise<Session> {
@@ -40,16 +43,31 @@ export async function openSession(context: SvcContext, apiUrlOption: string | un
     : context.env.SVC_API_URL
       ? normalizeUrl(context.env.SVC_API_URL, 'SVC_API_URL')
       : (resolved?.credential?.api_url ?? defaultApiUrl);
-  const token = resolved && { value: resolved.token, source: resolved.source };
+  // A stored token goes only to the service that minted it, never to whatever URL was typed.
+  const storedFor = resolved?.credential?.api_url;
+  const usable = resolved && (resolved.source === 'SVC_TOKEN' || storedFor === apiUrl);
+  const token = usable ? { value: resolved.token, source: resolved.source } : undefined;
   const client = createApiClient({ baseUrl: apiUrl, token: () => token?.value, userAgent });
-  return { apiUrl, client, store, token };
+  return { apiUrl, client, store, token, signedInElsewhere: usable ? undefined : storedFor };
 }
 
 /** The session's token, or exit 4 with what to do. */
 export function requireToken(session: Session): string {
-  if (!session.token)
-    throw new AuthenticationNeeded('You are not signed in: run `svc login` (or set SVC_TOKEN).');
-  return session.token.value;
+  if (session.token) return session.token.value;
+  if (session.signedInElsewhere) {
+    throw new AuthenticationNeeded(
+      `you are signed in to ${session.signedInElsewhere}, not ${session.apiUrl}: run \`svc login --api-url ${session.apiUrl}\`.`,
+    );
+  }
+  throw new AuthenticationNeeded('You are not signed in: run `svc login` (or set SVC_TOKEN).');
+}
+
+/** What to do about a refused token depends on where it came from. */
+export function refusedTokenMessage(session: Session): string {
+  if (session.token?.source === 'SVC_TOKEN') {
+    return 'the token in SVC_TOKEN is not valid or has expired: set a fresh one, or unset SVC_TOKEN to use your own sign-in.';
+  }
+  return 'Your session has expired or is not valid: run `svc login`.';
 }
 
 interface FetchResult<T> {
@@ -59,7 +77,8 @@ interface FetchResult<T> {
 }
 
 /** The body of a successful call, or a CliError that says what went wrong and what to do. */
-export async function expectOk<T>(apiUrl: string, call: Promise<FetchResult<T>>): Promise<T> {
+export async function expectOk<T>(session: Session, call: Promise<FetchResult<T>>): Promise<T> {
+  const { apiUrl } = session;
   let result: FetchResult<T>;
   try {
     result = await call;
@@ -75,7 +94,7 @@ export async function expectOk<T>(apiUrl: string, call: Promise<FetchResult<T>>)
   const problem = isProblem(result.error) ? result.error : undefined;
   switch (response.status) {
     case 401:
-      throw new AuthenticationNeeded();
+      throw new AuthenticationNeeded(refusedTokenMessage(session));
     case 426:
       // The service's detail names the versions and says to run `svc upgrade`.
       throw new CliError(problem?.detail ?? 'this svc is too old for the service: run `svc upgrade`.');

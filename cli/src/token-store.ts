@@ -257,8 +257,10 @@ class FallbackTokenStore implements TokenStore {
     if (this.#keyring || this.#warned) return;
     this.#warned = true;
     this.#warn(
-      `no credential store is available (${this.#fallbackReason}), so the token is stored in the file ` +
-        `${this.file}, readable only by you`,
+      // The store's own reason (a D-Bus error, say) means little to most users: it is shown only on
+      // request, with SVC_DEBUG set.
+      `no credential store is available, so the token is stored in the file ${this.file}, readable only by you` +
+        (process.env.SVC_DEBUG ? ` (${this.#fallbackReason})` : ''),
     );
   }
 }

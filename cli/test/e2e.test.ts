@@ -116,6 +116,7 @@ describe('svc end to end', () => {
     assert.equal(login.code, 0, login.stderr);
     const bogus = await svc(['whoami'], { ...env, SVC_TOKEN: 'svc_not_a_real_token_at_all_000000' });
     assert.equal(bogus.code, 4, 'a bad SVC_TOKEN is used even though a good token is stored');
+    assert.match(bogus.stderr, /SVC_TOKEN is not valid/);
 
     const session = await json(service.url, 'POST', '/api/v1/account/sessions', {
       email: 'ada@example.com',

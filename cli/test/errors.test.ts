@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -61,6 +61,17 @@ describe('svc errors a person understands', () => {
     server.close();
     rmSync(home, { recursive: true, force: true });
   });
+
+  /** A token stored as `svc login` leaves it where there is no credential store. */
+  const storeToken = (apiUrl: string) => {
+    mkdirSync(join(home, '.config', 'svc'), { recursive: true, mode: 0o700 });
+    const credential = {
+      access_token: 'svc_stored_token_0000000000000000',
+      expires_at: '2099-01-01T00:00:00Z',
+      api_url: apiUrl,
+    };
+    writeFileSync(join(home, '.config', 'svc', 'sdk.json'), JSON.stringify(credential), { mode: 0o600 });
+  };
 
   const env = (extra: Record<string, string> = {}) =>
     userEnv(home, { SVC_API_URL: url, SVC_TOKEN: 'svc_test_token_00000000000000', ...extra });
@@ -134,12 +145,38 @@ describe('svc errors a person understands', () => {
     assert.match(run.stderr, /cannot reach the svc service at http:\/\/127\.0\.0\.1:9/);
   });
 
-  test('when the token is refused (401) then it says to run svc login, exit 4', async () => {
+  test('when the token is refused (401) then it says what to do about that token, exit 4', async () => {
     reply = problem(401, 'unauthorized', 'Your session has expired or is not valid.');
-    const run = await svc(['whoami'], env());
+    const fromEnv = await svc(['whoami'], env());
+    assert.equal(fromEnv.code, 4);
+    assert.match(fromEnv.stderr, /the token in SVC_TOKEN is not valid or has expired/);
+    assert.equal(fromEnv.stdout, '');
+
+    storeToken(url);
+    const stored = await svc(['whoami'], userEnv(home, { SVC_API_URL: url }));
+    assert.equal(stored.code, 4);
+    assert.match(stored.stderr, /session has expired or is not valid: run `svc login`/);
+    rmSync(join(home, '.config'), { recursive: true, force: true });
+  });
+
+  test('when the stored token is for another service then it is not sent there, and svc says so', async () => {
+    storeToken('http://127.0.0.1:18099');
+    const before = seen.length;
+    const run = await svc(['whoami', '--api-url', url], userEnv(home));
     assert.equal(run.code, 4);
-    assert.match(run.stderr, /run `svc login`/);
-    assert.equal(run.stdout, '');
+    assert.match(
+      run.stderr,
+      new RegExp(`signed in to http://127\\.0\\.0\\.1:18099, not ${url.replaceAll('.', '\\.')}`),
+    );
+    assert.equal(seen.length, before, 'no request carried the token elsewhere');
+    rmSync(join(home, '.config'), { recursive: true, force: true });
+  });
+
+  test('when --api-url is the printed API address then /api/v1 is dropped, and a bad URL is a usage error', async () => {
+    reply = { status: 200, body: me };
+    const run = await svc(['whoami', '--api-url', `${url}/api/v1`], env());
+    assert.equal(run.code, 0, run.stderr);
+    assert.equal((await svc(['whoami', '--api-url', 'htp://x'], env())).code, 2);
   });
 
   test('when there is no token at all then exit 4 before any request', async () => {
@@ -231,6 +268,17 @@ describe('svc errors a person understands', () => {
       run.stdout,
       /com\.example\.hello-car\s+Hello Car\s+1\.1\.0\s+rejected \(Calls an origin its manifest does not declare\.\)\s+1\.0\.0\s+2026-11-21T11:00:00Z/,
     );
+  });
+
+  test('when a key id or a folder is mistyped then svc says what it expected, before any request', async () => {
+    const before = seen.length;
+    const id = await svc(['keys', 'remove', '1234'], env());
+    assert.equal(id.code, 2);
+    assert.match(id.stderr, /"1234" is not a key id: .*svc keys list/);
+    const folder = await svc(['publish', join(home, 'no-such-app')], env());
+    assert.equal(folder.code, 1);
+    assert.match(folder.stderr, /no-such-app is not there: pass the folder that holds manifest\.json/);
+    assert.equal(seen.length, before);
   });
 
   test('when the command line is wrong then exit 2 with the usage', async () => {

@@ -136,7 +136,11 @@ describe('publishing with svc, end to end', () => {
   test('when the same version is published twice then it is refused clearly and nothing is stored', async () => {
     const run = await svc(['publish', app], env);
     assert.equal(run.code, 1);
-    assert.match(run.stderr, /1\.1\.0 was submitted already: raise the version in manifest\.json/);
+    assert.match(
+      run.stderr,
+      /1\.1\.0 is not greater than 1\.1\.0, its latest version: raise the version in manifest\.json/,
+    );
+    assert.doesNotMatch(run.stderr, /uploaded/, 'refused before anything is uploaded');
     assert.equal((await status()).latest_version.version, '1.1.0');
   });
 

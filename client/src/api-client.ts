@@ -20,7 +20,9 @@ function authMiddleware(options: ApiClientOptions): Middleware {
   return {
     onRequest({ request }) {
       const token = typeof options.token === 'function' ? options.token() : options.token;
-      if (token) request.headers.set('authorization', `Bearer ${token}`);
+      // A request may carry its own credential (a token just minted); that one wins.
+      if (token && !request.headers.has('authorization'))
+        request.headers.set('authorization', `Bearer ${token}`);
       if (options.userAgent) request.headers.set('user-agent', options.userAgent);
       return request;
     },

@@ -17,7 +17,7 @@ export class StatusCommand extends DataCommand {
     const { formatTable } = await import('../table.ts');
     const session = await openSession(this.context, this.apiUrl);
     requireToken(session);
-    const { mini_apps: apps } = await expectOk(session.apiUrl, session.client.GET('/api/v1/mini-apps/mine'));
+    const { mini_apps: apps } = await expectOk(session, session.client.GET('/api/v1/mini-apps/mine'));
     if (this.json) {
       this.context.stdout.write(`${JSON.stringify({ mini_apps: apps })}\n`);
       return 0;

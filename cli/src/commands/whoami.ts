@@ -16,7 +16,7 @@ export class WhoamiCommand extends DataCommand {
     const { expectOk, openSession, requireToken } = await import('../session.ts');
     const session = await openSession(this.context, this.apiUrl);
     requireToken(session);
-    const me = await expectOk(session.apiUrl, session.client.GET('/api/v1/dev/me'));
+    const me = await expectOk(session, session.client.GET('/api/v1/dev/me'));
     const source = session.token?.source ?? 'keyring';
     if (this.json) {
       this.context.stdout.write(

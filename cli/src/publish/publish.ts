@@ -1,6 +1,8 @@
 /** `svc publish`: check the manifest, pack, get a presigned URL, upload, submit. */
-import type { components } from '@svc/sdk';
+import { statSync } from 'node:fs';
+import { compareVersions, type components } from '@svc/sdk';
 import type { SvcContext } from '../context.ts';
+import { CliError } from '../errors.ts';
 import { expectOk, requireToken, type Session } from '../session.ts';
 import { readManifest } from './manifest.ts';
 import { listPackageFiles, packPackage } from './pack.ts';
@@ -20,6 +22,12 @@ export interface PackedSummary {
 
 /** What `--dry-run` shows: the manifest is checked and the package made, nothing is sent. */
 export async function preparePackage(dir: string) {
+  const folder = statSync(dir, { throwIfNoEntry: false });
+  if (!folder?.isDirectory()) {
+    throw new CliError(
+      `${dir} is ${folder ? 'not a folder' : 'not there'}: pass the folder that holds manifest.json.`,
+    );
+  }
   const manifest = readManifest(dir);
   const files = await listPackageFiles(dir);
   const packed = await packPackage(dir, files);
@@ -33,6 +41,20 @@ export async function preparePackage(dir: string) {
   return { summary, packed };
 }
 
+/**
+ * Versions only go up: checked here too, so that a forgotten version bump is refused before the
+ * upload rather than after it. The service checks again at submit.
+ */
+async function refuseOldVersion(session: Session, manifest: Manifest): Promise<void> {
+  const { mini_apps: apps } = await expectOk(session, session.client.GET('/api/v1/mini-apps/mine'));
+  const latest = apps.find((app) => app.id === manifest.id)?.latest_version?.version;
+  if (latest && compareVersions(manifest.version, latest) <= 0) {
+    throw new CliError(
+      `${manifest.id} ${manifest.version} is not greater than ${latest}, its latest version: raise the version in manifest.json.`,
+    );
+  }
+}
+
 export async function publish(
   session: Session,
   dir: string,
@@ -41,16 +63,17 @@ export async function publish(
   requireToken(session);
   const { summary, packed } = await preparePackage(dir);
   try {
-    const { client, apiUrl } = session;
+    const { client } = session;
+    await refuseOldVersion(session, summary.manifest);
     const target = await expectOk(
-      apiUrl,
+      session,
       client.POST('/api/v1/mini-apps/upload-url', { body: { size: packed.size, sha256: packed.sha256 } }),
     );
     const progress = createProgress(context.stderr, packed.size);
     await uploadPackage(target, packed, (sent) => progress.update(sent));
     progress.done();
     const version = await expectOk(
-      apiUrl,
+      session,
       client.POST('/api/v1/mini-apps/submit', { body: { upload_id: target.upload_id } }),
     );
     return { summary, version };

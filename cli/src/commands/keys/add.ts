@@ -25,7 +25,7 @@ export class KeysAddCommand extends BaseCommand {
     requireToken(session);
     const publicKey = readPublicKeyFile(this.publicKeyPath, this.context.home);
     const key = await expectOk(
-      session.apiUrl,
+      session,
       session.client.POST('/api/v1/dev/keys', {
         body: { public_key: publicKey, ...(this.title ? { title: this.title } : {}) },
       }),

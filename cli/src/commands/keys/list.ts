@@ -18,7 +18,7 @@ export class KeysListCommand extends DataCommand {
     const { formatTable } = await import('../../table.ts');
     const session = await openSession(this.context, this.apiUrl);
     requireToken(session);
-    const { keys } = await expectOk(session.apiUrl, session.client.GET('/api/v1/dev/keys'));
+    const { keys } = await expectOk(session, session.client.GET('/api/v1/dev/keys'));
     if (this.json) {
       this.context.stdout.write(`${JSON.stringify({ keys })}\n`);
       return 0;

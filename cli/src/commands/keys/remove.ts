@@ -20,7 +20,7 @@ export class KeysRemoveCommand extends BaseCommand {
     const session = await openSession(this.context, this.apiUrl);
     requireToken(session);
     await expectOk(
-      session.apiUrl,
+      session,
       session.client.DELETE('/api/v1/dev/keys/{key_id}', { params: { path: { key_id: this.id } } }),
     );
     this.context.stdout.write(
