@@ -93,6 +93,7 @@ describe('svc end to end', () => {
   test('when the first key is removed then it cannot log in, while the second key session goes on', async () => {
     const remove = await svc(['keys', 'remove', firstKeyId], env);
     assert.equal(remove.code, 0, remove.stderr);
+    assert.doesNotMatch(remove.stderr, /last key/, 'another key is left');
     const refused = await svc(['login', '--key', first.path], env);
     assert.equal(refused.code, 4);
     assert.match(refused.stderr, /did not accept the key SHA256:.*Is it registered\?/);

@@ -281,6 +281,24 @@ describe('svc errors a person understands', () => {
     assert.equal(seen.length, before);
   });
 
+  test('when the last key is removed then svc warns that a new one must be registered to sign in again', async () => {
+    const id = '3c1e2d4f-5a6b-4c7d-8e9f-0a1b2c3d4e5f';
+    const key = {
+      id,
+      type: 'ssh-ed25519',
+      fingerprint: 'SHA256:x',
+      title: 'laptop',
+      public_key: 'ssh-ed25519 AAAA',
+      created_at: '2026-11-21T09:00:00Z',
+      last_used_at: null,
+    };
+    reply = { status: 200, body: { keys: [key] } };
+    const run = await svc(['keys', 'remove', id], env());
+    assert.equal(run.code, 0, run.stderr);
+    assert.match(run.stderr, /That was your last key/);
+    assert.ok(paths.includes(`DELETE /api/v1/dev/keys/${id}`));
+  });
+
   test('when the command line is wrong then exit 2 with the usage', async () => {
     const missing = await svc(['keys', 'remove'], env());
     assert.equal(missing.code, 2);
