@@ -44,7 +44,10 @@ async function main(): Promise<void> {
     stopping = true;
     logger.info('stopping: finishing in-flight requests', { signal });
     service.stop().then(
-      () => process.exit(0),
+      () => {
+        process.stdout.write('svc stopped: requests finished, store closed.\n');
+        process.exit(0);
+      },
       (error: unknown) => {
         logger.error('stop failed', { error });
         process.exit(1);

@@ -35,6 +35,10 @@ describe('npm start', () => {
       name: 'Kept',
     });
     const exited = exitOf(child);
+    let printed = '';
+    child.stdout?.on('data', (chunk: Buffer) => {
+      printed += chunk.toString();
+    });
     const reply = new Promise<number>((resolve, reject) => {
       const req = request(
         `${url}/api/v1/account/signup`,
@@ -57,6 +61,7 @@ describe('npm start', () => {
     });
     assert.equal(await reply, 201);
     assert.equal(await exited, 0);
+    assert.match(printed, /svc stopped: requests finished, store closed\./);
 
     const again = await startProcess(dataDir);
     try {
