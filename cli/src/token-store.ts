@@ -42,6 +42,8 @@ export interface TokenStore {
   write(credential: StoredCredential): Promise<void>;
   /** Removes the token from the credential store and the file; true when something was removed. */
   remove(): Promise<boolean>;
+  /** Why the credential store is not used (its own words), when it is not. */
+  readonly fallbackReason: string | undefined;
 }
 
 export interface OpenTokenStoreOptions {
@@ -247,6 +249,10 @@ class FallbackTokenStore implements TokenStore {
     return removed || removedFile;
   }
 
+  get fallbackReason(): string | undefined {
+    return this.#keyring ? undefined : this.#fallbackReason;
+  }
+
   #fallBack(error: unknown): void {
     this.#keyring = undefined;
     this.#fallbackReason = reasonOf(error);
@@ -257,10 +263,8 @@ class FallbackTokenStore implements TokenStore {
     if (this.#keyring || this.#warned) return;
     this.#warned = true;
     this.#warn(
-      // The store's own reason (a D-Bus error, say) means little to most users: it is shown only on
-      // request, with SVC_DEBUG set.
-      `no credential store is available, so the token is stored in the file ${this.file}, readable only by you` +
-        (process.env.SVC_DEBUG ? ` (${this.#fallbackReason})` : ''),
+      // The store's own reason (a D-Bus error, say) means little to most users; `fallbackReason` has it.
+      `no credential store is available, so the token is stored in the file ${this.file}, readable only by you`,
     );
   }
 }
