@@ -54,6 +54,8 @@ export function createApp(config: Config, deps: AppDependencies = {}) {
   const app = express();
   app.disable('x-powered-by');
   app.set('query parser', 'simple');
+  // Behind a load balancer the client address (sign-in limits) comes from X-Forwarded-For.
+  if (config.trustProxy) app.set('trust proxy', config.trustProxy);
   // API answers are per caller and rarely repeated; hashing each body for an ETag buys nothing.
   app.set('etag', false);
   app.use(requireCurrentCli);
@@ -79,6 +81,8 @@ export function createApp(config: Config, deps: AppDependencies = {}) {
       await migrateToLatest(db);
       await ensureSigningKey(db, clock);
       server = app.listen(config.port, config.host);
+      // A package upload may take as long as its URL lives; Node's default cuts requests at 5 minutes.
+      server.requestTimeout = config.uploadUrlTtlSeconds * 1000;
       await new Promise<void>((resolve, reject) => {
         server?.once('listening', resolve).once('error', reject);
       });

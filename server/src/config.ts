@@ -28,6 +28,11 @@ export interface Config {
   uploadUrlTtlSeconds: number;
   /** Largest JSON request body, in bytes. */
   jsonLimitBytes: number;
+  /**
+   * Express's `trust proxy`: which proxies' X-Forwarded-For to believe (e.g. `loopback`, `1`, an
+   * address). Unset: none, the socket's address is the client's.
+   */
+  trustProxy: string | undefined;
   /** Check every response against the contract (tests turn this on). */
   validateResponses: boolean;
 }
@@ -118,6 +123,7 @@ export function loadConfig(env: Env = process.env): Config {
     tokenTtlSeconds: parseDuration('SVC_TOKEN_TTL', text(env, 'SVC_TOKEN_TTL', '1h')),
     maxPackageBytes: byteCount(env, 'SVC_MAX_PACKAGE_BYTES', 50 * 1024 * 1024),
     uploadUrlTtlSeconds: parseDuration('SVC_UPLOAD_URL_TTL', text(env, 'SVC_UPLOAD_URL_TTL', '15m')),
+    trustProxy: env.SVC_TRUST_PROXY?.trim() || undefined,
     jsonLimitBytes: 1024 * 1024,
     validateResponses: false,
   };

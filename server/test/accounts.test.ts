@@ -79,6 +79,17 @@ describe('accounts', () => {
     assert.deepEqual({ ...wrongPassword.body, instance: '' }, { ...unknownEmail.body, instance: '' });
   });
 
+  test('when many wrong passwords arrive at once then at most ten are checked, the rest get 429', async () => {
+    await signUp('burst@example.com');
+    const replies = await Promise.all(
+      Array.from({ length: 30 }, () => signIn('burst@example.com', 'not the password at all')),
+    );
+    const statuses = replies.map((reply) => reply.status);
+    assert.ok(statuses.filter((status) => status === 401).length <= 10, statuses.join(' '));
+    assert.ok(statuses.filter((status) => status === 429).length >= 20, statuses.join(' '));
+    service.clock.advance(61_000);
+  });
+
   test('when an admin email signs up then the account has the admin role', async () => {
     const made = await signUp('Root@Example.com');
     assert.deepEqual(made.body.roles, ['developer', 'admin']);

@@ -114,6 +114,17 @@ describe('the HTTP surface', () => {
     assertProblem(query, 422, 'missing_prefix');
   });
 
+  test('when a secured operation is called without a credential then 401 comes before any body check', async () => {
+    const reply = await call(url, 'POST', '/api/v1/mini-apps/submit', { body: { nonsense: 1 } });
+    assertProblem(reply, 401, 'unauthorized');
+  });
+
+  test('when a load balancer asks with HEAD then a GET route answers, without a body', async () => {
+    const reply = await call(url, 'HEAD', '/healthz');
+    assert.equal(reply.status, 200);
+    assert.equal(reply.body, '');
+  });
+
   test('when liveness and readiness are asked then ok and ready', async () => {
     assert.deepEqual((await call(url, 'GET', '/healthz')).body, { status: 'ok' });
     assert.deepEqual((await call(url, 'GET', '/readyz')).body, { status: 'ready', checks: { store: 'ok' } });

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { readdirSync } from 'node:fs';
+import { request } from 'node:http';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { type Developer, signUpDeveloper } from './support/accounts.ts';
@@ -57,6 +58,38 @@ describe('publishing mini-apps', () => {
       token: who.token,
       body: reason ? { to, reason } : { to },
     });
+
+  /** A PUT without Content-Length (chunked), so that only the streaming count can catch a wrong size. */
+  function putChunked(target: string, chunks: Buffer[], options: { abortAfter?: number } = {}) {
+    return new Promise<{ status: number; body: { code?: string } | undefined } | 'aborted'>(
+      (resolve, reject) => {
+        const req = request(
+          target,
+          { method: 'PUT', headers: { 'content-type': 'application/gzip' } },
+          (res) => {
+            let text = '';
+            res.on('data', (chunk: Buffer) => {
+              text += chunk.toString();
+            });
+            res.on('end', () =>
+              resolve({ status: res.statusCode ?? 0, body: text ? JSON.parse(text) : undefined }),
+            );
+          },
+        );
+        req.on('error', (error) => (options.abortAfter === undefined ? reject(error) : resolve('aborted')));
+        chunks.forEach((chunk, i) => {
+          req.write(chunk);
+          if (i + 1 === options.abortAfter) {
+            setTimeout(() => {
+              req.destroy();
+              resolve('aborted');
+            }, 100);
+          }
+        });
+        if (options.abortAfter === undefined) req.end();
+      },
+    );
+  }
 
   const storedFiles = () => {
     const blobs = join(service.config.dataDir, 'blobs');
@@ -126,6 +159,34 @@ describe('publishing mini-apps', () => {
     const again = await put(target.upload_url, pkg.bytes);
     assert.equal(again.status, 409, 'a URL works once');
     assert.equal(again.body.code, 'upload_used');
+  });
+
+  test('when a chunked body runs long or short, or the client goes away, then 413, 400 or nothing, and nothing is kept', async () => {
+    const pkg = makePackage(manifestFor('com.example.chunked', '1.0.0'));
+    const target = (await uploadUrl(developer, pkg)).body;
+    const before = storedFiles();
+    const half = Math.floor(pkg.size / 2);
+    const long = await putChunked(target.upload_url, [pkg.bytes, Buffer.from('more')]);
+    assert.deepEqual(long !== 'aborted' && [long.status, long.body?.code], [413, 'wrong_length']);
+    const short = await putChunked(target.upload_url, [pkg.bytes.subarray(0, half)]);
+    assert.deepEqual(short !== 'aborted' && [short.status, short.body?.code], [400, 'wrong_length']);
+    assert.equal(
+      await putChunked(target.upload_url, [pkg.bytes.subarray(0, half), pkg.bytes.subarray(half)], {
+        abortAfter: 1,
+      }),
+      'aborted',
+    );
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    assert.equal(storedFiles(), before, 'nothing is kept of a failed or abandoned upload');
+    assert.ok(
+      !service.logs.some((line) => line.includes('request failed')),
+      'an abandoned upload is no server error',
+    );
+    const whole = await putChunked(target.upload_url, [
+      pkg.bytes.subarray(0, half),
+      pkg.bytes.subarray(half),
+    ]);
+    assert.deepEqual(whole !== 'aborted' && whole.status, 201, 'the URL still works after failed tries');
   });
 
   test('when an Authorization header is sent with the PUT then it changes nothing: the URL is the credential', async () => {
@@ -240,6 +301,24 @@ describe('publishing mini-apps', () => {
       body: { to: 'removed', reason: 'x' },
     });
     assert.equal(firstNow.status, 409, 'the first version was superseded, so it cannot be removed');
+  });
+
+  test('when an older approved version is published while a newer one is live then 409, and the newer stays live', async () => {
+    const older = (await publish(developer, makePackage(manifestFor('com.example.order', '1.0.0')))).body;
+    const newer = (await publish(developer, makePackage(manifestFor('com.example.order', '2.0.0')))).body;
+    for (const version of [older, newer]) {
+      await move(admin, version.id, 'in_review');
+      await move(admin, version.id, 'approved');
+    }
+    assert.equal((await move(developer, newer.id, 'published')).status, 200);
+    const refused = await move(developer, older.id, 'published');
+    assert.equal(refused.status, 409);
+    assert.equal(refused.body.code, 'newer_version_live');
+    const mine = await call(url, 'GET', '/api/v1/mini-apps/mine', { token: developer.token });
+    assert.equal(
+      mine.body.mini_apps.find((a: { id: string }) => a.id === 'com.example.order').live_version,
+      '2.0.0',
+    );
   });
 
   test('when a developer moves a version of someone else then 404', async () => {

@@ -4,7 +4,7 @@
  * is a compile error until it has a handler, and a handler for an operation the contract lacks,
  * or one answering with a status or body the contract does not allow, does not compile either.
  */
-import type { Request, RequestHandler, Response, Router } from 'express';
+import type { NextFunction, Request, RequestHandler, Response, Router } from 'express';
 import type { operations } from '../../../generated/openapi.ts';
 import { type OperationId, routes } from '../../../generated/routes.ts';
 import type { Principal } from '../auth/principal.ts';
@@ -90,12 +90,18 @@ function bindOne<K extends OperationId>(
 ): void {
   const route = routes[operationId];
   const secured = route.security.length > 0;
+  // The caller first: an anonymous request to a secured operation gets 401, whatever its body.
+  const authenticate = async (req: Request, res: Response, next: NextFunction) => {
+    res.locals.principal = await options.authenticate(req);
+    next();
+  };
   router[route.method](
     route.expressPath,
+    ...(secured ? [authenticate] : []),
     ...(options.validate?.(operationId) ?? []),
     async (req: Request, res: Response) => {
-      const principal = (secured ? await options.authenticate(req) : undefined) as PrincipalOf<K>;
-      // The request validator in front of the router has checked these against the contract.
+      const principal = res.locals.principal as PrincipalOf<K>;
+      // The validators in front of the handler have checked these against the contract.
       const request = { params: req.params, query: req.query, body: req.body } as OperationRequest<K>;
       const response = await handler(request, { principal, req, res });
       if (!res.headersSent) send(res, response);

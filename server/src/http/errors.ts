@@ -63,6 +63,11 @@ function toProblemError(error: unknown, limitBytes: number): ProblemError | unde
 
 export function problemMiddleware(options: { logger: Logger; jsonLimitBytes: number }) {
   return (error: unknown, req: Request, res: Response, _next: NextFunction): void => {
+    if ((error as { code?: string }).code === 'ECONNRESET') {
+      // The client went away (an upload cancelled): no one to answer, and nothing went wrong here.
+      options.logger.info('client closed the request', { method: req.method, path: req.path });
+      return;
+    }
     let problem = toProblemError(error, options.jsonLimitBytes);
     if (!problem) {
       options.logger.error('request failed', { method: req.method, path: req.path, error });

@@ -41,6 +41,12 @@ export function contractValidators(
       }) as RequestHandler[];
       byPath.set(openapiPath, validators);
     }
-    return [...parsers, ...validators];
+    // Express answers HEAD from the GET route; the validator knows no HEAD and would say 405.
+    const checks = method === 'get' ? validators.map(exceptHead) : validators;
+    return [...parsers, ...checks];
   };
+}
+
+function exceptHead(validator: RequestHandler): RequestHandler {
+  return (req, res, next) => (req.method === 'HEAD' ? next() : validator(req, res, next));
 }

@@ -179,10 +179,21 @@ export function createMiniAppService(deps: { db: Db; clock: Clock; blobs: BlobSt
         const move = checkMove(version.review_state, to, parties, reason);
         const now = clock();
         if (move.to === 'published') {
+          // The app's row is the lock publishes of one app queue on, so two cannot both go live.
+          await lockApp(trx, app.id);
+          const live = await findPublished(trx, app.id, version.id);
+          const newer = live.find((other) => compareVersions(other.version, version.version) > 0);
+          if (newer) {
+            throw new ProblemError(
+              409,
+              'newer_version_live',
+              `${app.id} ${newer.version} is live, which is newer than ${version.version}: publish a newer version instead.`,
+            );
+          }
           // Publishing a version supersedes the one that was live.
-          for (const live of await findPublished(trx, app.id, version.id)) {
-            checkMove(live.review_state, 'superseded', new Set(['system']), undefined);
-            await updateVersionState(trx, live.id, {
+          for (const superseded of live) {
+            checkMove(superseded.review_state, 'superseded', new Set(['system']), undefined);
+            await updateVersionState(trx, superseded.id, {
               review_state: 'superseded',
               reason: null,
               updated_at: now,

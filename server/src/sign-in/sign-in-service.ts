@@ -84,7 +84,7 @@ export function createSignInService(deps: {
     },
 
     async exchange(challengeId, signature, address) {
-      await failures.assertAllowed([`ip:${address}`]);
+      const succeeded = await failures.begin([`ip:${address}`]);
       const now = clock();
       const challenge = await consumeChallenge(db, challengeId, now);
       if (challenge) await failures.assertAllowed([`key:${challenge.fingerprint}`]);
@@ -101,11 +101,11 @@ export function createSignInService(deps: {
         });
       if (!verified || !key) {
         // One answer for replay, expiry, unknown or removed key and bad signature alike.
-        await failures.recordFailure(
-          challenge ? [`ip:${address}`, `key:${challenge.fingerprint}`] : [`ip:${address}`],
-        );
+        // The address's failure is counted already (begin); the key's is counted now.
+        if (challenge) await failures.recordFailure([`key:${challenge.fingerprint}`]);
         throw unauthorized('The sign-in could not be verified: run `svc login` again.');
       }
+      await succeeded();
       await touchKey(db, key.id, now);
       return tokens.mint({ accountId: key.account_id, source: 'ssh_key', sshKeyId: key.id });
     },

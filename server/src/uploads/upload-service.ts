@@ -6,8 +6,7 @@
  */
 import { createHash, randomUUID } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
-import type { Readable } from 'node:stream';
-import { Transform } from 'node:stream';
+import { type Readable, Transform, type Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { components } from '../../../generated/openapi.ts';
 import type { Clock } from '../clock.ts';
@@ -29,6 +28,29 @@ export type UploadUrl = components['schemas']['UploadUrl'];
 export type PackageUpload = components['schemas']['PackageUpload'];
 
 export const packageContentType = 'application/gzip';
+
+/**
+ * Streams the request body through `count` into `file`. Unlike `pipeline(body, …)` it never
+ * destroys the request when `count` refuses (too many bytes): the request's socket is the one
+ * the 413 must go out on. A client that goes away fails the transfer instead.
+ */
+async function receiveInto(body: Readable, count: Transform, file: Writable): Promise<void> {
+  const gone = () => count.destroy(Object.assign(new Error('aborted'), { code: 'ECONNRESET' }));
+  body.once('aborted', gone);
+  body.once('error', gone);
+  body.once('close', () => {
+    if (!body.readableEnded) gone();
+  });
+  body.pipe(count);
+  try {
+    await pipeline(count, file);
+  } catch (error) {
+    body.unpipe(count);
+    // Whatever else the client sends is read and dropped, so the answer can still reach it.
+    body.resume();
+    throw error;
+  }
+}
 
 export function toApiPackageUpload(row: UploadRow): PackageUpload {
   return {
@@ -61,7 +83,11 @@ export function createUploadService(deps: {
   const { db, config, clock, blobs } = deps;
   let signingKey: Promise<Buffer> | undefined;
   const key = () => {
-    signingKey ??= uploadSigningKey(db, clock);
+    // A failed first read is not kept: the next request tries again.
+    signingKey ??= uploadSigningKey(db, clock).catch((error: unknown) => {
+      signingKey = undefined;
+      throw error;
+    });
     return signingKey;
   };
 
@@ -167,7 +193,7 @@ export function createUploadService(deps: {
             done(null, chunk);
           },
         });
-        await pipeline(body, count, createWriteStream(temporary, { flags: 'wx', mode: 0o600 }));
+        await receiveInto(body, count, createWriteStream(temporary, { flags: 'wx', mode: 0o600 }));
         if (received < upload.size) {
           throw new ProblemError(
             400,

@@ -9,14 +9,12 @@ export function accountHandlers({ accounts, tokens, failures, config }: Services
     signUp: async ({ body }) => ({ status: 201, body: toApiAccount(await accounts.signUp(body), config) }),
 
     createSession: async ({ body }, { req }) => {
-      const subjects = [`email:${normalizeEmail(body.email)}`, `ip:${req.ip ?? 'unknown'}`];
-      await failures.assertAllowed(subjects);
-      const account = await accounts
-        .checkPassword(body.email, body.password)
-        .catch(async (error: unknown) => {
-          await failures.recordFailure(subjects);
-          throw error;
-        });
+      const succeeded = await failures.begin([
+        `email:${normalizeEmail(body.email)}`,
+        `ip:${req.ip ?? 'unknown'}`,
+      ]);
+      const account = await accounts.checkPassword(body.email, body.password);
+      await succeeded();
       const token = await tokens.mint({ accountId: account.id, source: 'web_session' });
       return { status: 201, body: toApiAccessToken(token) };
     },
