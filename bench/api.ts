@@ -25,6 +25,7 @@ import express from 'express';
 import { createApp } from '../server/src/app.ts';
 import { type Config, loadConfig } from '../server/src/config.ts';
 import { openStore } from '../server/src/store/db.ts';
+import { positiveInteger } from './support/settings.ts';
 
 type Target = 'ours' | 'express' | 'node-http';
 
@@ -121,15 +122,6 @@ function serve(): void {
 
 // ---------------------------------------------------------------------------------------------
 // Parent process: the load generator.
-
-function positiveInteger(name: string, fallback: number): number {
-  const raw = process.env[name]?.trim() || String(fallback);
-  const value = Number(raw);
-  if (!Number.isSafeInteger(value) || value <= 0) {
-    throw new Error(`${name} must be a positive whole number, not "${raw}"`);
-  }
-  return value;
-}
 
 interface RunningTarget {
   url: string;

@@ -6,6 +6,7 @@
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { buildCli, cliDist } from '../scripts/build-cli.ts';
+import { median } from './support/settings.ts';
 
 const runs = Number(process.env.BENCH_RUNS ?? 30);
 if (!Number.isInteger(runs) || runs < 10) throw new Error('BENCH_RUNS must be a whole number of at least 10');
@@ -28,12 +29,6 @@ function timeOnce(args: readonly string[]): number {
   const elapsed = Number(process.hrtime.bigint() - start) / 1e6;
   if (run.status !== 0) throw new Error(`node ${args.join(' ')} exited with ${run.status}: ${run.stderr}`);
   return elapsed;
-}
-
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const middle = Math.floor(sorted.length / 2);
-  return sorted.length % 2 ? (sorted[middle] ?? 0) : ((sorted[middle - 1] ?? 0) + (sorted[middle] ?? 0)) / 2;
 }
 
 await buildCli();

@@ -40,6 +40,7 @@ import { join } from 'node:path';
 import { listPackageFiles, type PackedPackage, packPackage } from '../cli/src/publish/pack.ts';
 import { buildCli, cliDist } from '../scripts/build-cli.ts';
 import { startServiceProcess } from '../server/test/support/service-process.ts';
+import { median, positiveInteger } from './support/settings.ts';
 
 const mib = 1024 * 1024;
 const goals = { serverGrowthMib: 64, cliPeakMib: 150, uploadRatio: 0.8 };
@@ -47,21 +48,6 @@ const svcBinary = join(cliDist, 'svc.js');
 const gnuTime = '/usr/bin/time';
 const appId = 'com.example.bench';
 const appFileMib = 10;
-
-function positiveInteger(name: string, fallback: number): number {
-  const raw = process.env[name]?.trim() || String(fallback);
-  const value = Number(raw);
-  if (!Number.isSafeInteger(value) || value <= 0) {
-    throw new Error(`${name} must be a positive whole number, not "${raw}"`);
-  }
-  return value;
-}
-
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const middle = Math.floor(sorted.length / 2);
-  return sorted.length % 2 ? (sorted[middle] ?? 0) : ((sorted[middle - 1] ?? 0) + (sorted[middle] ?? 0)) / 2;
-}
 
 // ---------------------------------------------------------------------------------------------
 // Child processes.

@@ -4,18 +4,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { buildCli } from '../../scripts/build-cli.ts';
+import { call } from '../../server/test/support/http.ts';
 import { type RunningService, startServiceProcess } from './support/service.ts';
 import { makeKey, startAgent } from './support/ssh.ts';
 import { svc, userEnv } from './support/svc.ts';
-
-async function json(url: string, method: string, path: string, body?: unknown, token?: string) {
-  const response = await fetch(`${url}${path}`, {
-    method,
-    headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  return { status: response.status, body: (await response.json()) as Record<string, unknown> };
-}
 
 describe('svc end to end', () => {
   const home = mkdtempSync(join(tmpdir(), 'svc-home-'));
@@ -37,18 +29,14 @@ describe('svc end to end', () => {
 
     // What the web console does: an account, a password session, the first key pasted in.
     const account = { email: 'ada@example.com', password: 'correct horse battery staple', name: 'Ada' };
-    assert.equal((await json(service.url, 'POST', '/api/v1/account/signup', account)).status, 201);
-    const session = await json(service.url, 'POST', '/api/v1/account/sessions', {
-      email: account.email,
-      password: account.password,
+    assert.equal((await call(service.url, 'POST', '/api/v1/account/signup', { body: account })).status, 201);
+    const session = await call(service.url, 'POST', '/api/v1/account/sessions', {
+      body: { email: account.email, password: account.password },
     });
-    const added = await json(
-      service.url,
-      'POST',
-      '/api/v1/dev/keys',
-      { public_key: first.publicLine },
-      String(session.body.access_token),
-    );
+    const added = await call(service.url, 'POST', '/api/v1/dev/keys', {
+      token: session.body.access_token,
+      body: { public_key: first.publicLine },
+    });
     assert.equal(added.status, 201);
     firstKeyId = String(added.body.id);
   });
@@ -119,9 +107,8 @@ describe('svc end to end', () => {
     assert.equal(bogus.code, 4, 'a bad SVC_TOKEN is used even though a good token is stored');
     assert.match(bogus.stderr, /SVC_TOKEN is not valid/);
 
-    const session = await json(service.url, 'POST', '/api/v1/account/sessions', {
-      email: 'ada@example.com',
-      password: 'correct horse battery staple',
+    const session = await call(service.url, 'POST', '/api/v1/account/sessions', {
+      body: { email: 'ada@example.com', password: 'correct horse battery staple' },
     });
     await svc(['logout'], env);
     const fromEnv = await svc(['whoami'], { ...env, SVC_TOKEN: String(session.body.access_token) });
@@ -133,17 +120,13 @@ describe('svc end to end', () => {
     const agent = await startAgent(home);
     try {
       const third = makeKey(keys, 'agent_ed25519');
-      const session = await json(service.url, 'POST', '/api/v1/account/sessions', {
-        email: 'ada@example.com',
-        password: 'correct horse battery staple',
+      const session = await call(service.url, 'POST', '/api/v1/account/sessions', {
+        body: { email: 'ada@example.com', password: 'correct horse battery staple' },
       });
-      await json(
-        service.url,
-        'POST',
-        '/api/v1/dev/keys',
-        { public_key: third.publicLine },
-        String(session.body.access_token),
-      );
+      await call(service.url, 'POST', '/api/v1/dev/keys', {
+        token: session.body.access_token,
+        body: { public_key: third.publicLine },
+      });
       agent.add(third.path);
       rmSync(third.path); // the private key is gone: only the agent can sign
       const login = await svc(['login', '--key', third.path], { ...env, SSH_AUTH_SOCK: agent.socket });

@@ -5,22 +5,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { buildCli } from '../../scripts/build-cli.ts';
+import { call } from '../../server/test/support/http.ts';
 import { type RunningService, startServiceProcess } from './support/service.ts';
 import { makeKey } from './support/ssh.ts';
 import { svc, userEnv } from './support/svc.ts';
 import { onTerminal } from './support/terminal.ts';
 
 const example = join(import.meta.dirname, '../../examples/hello-car');
-
-async function api(url: string, method: string, path: string, token: string | undefined, body?: unknown) {
-  const response = await fetch(`${url}${path}`, {
-    method,
-    headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  // biome-ignore lint/suspicious/noExplicitAny: the test reads replies field by field and asserts on them
-  return { status: response.status, body: (await response.json()) as Record<string, any> };
-}
 
 describe('publishing with svc, end to end', () => {
   const home = mkdtempSync(join(tmpdir(), 'svc-publish-'));
@@ -40,7 +31,7 @@ describe('publishing with svc, end to end', () => {
     return JSON.parse(run.stdout).mini_apps.find((a: { id: string }) => a.id === 'com.example.hello-car');
   };
   const move = (token: string, versionId: string, to: string) =>
-    api(service.url, 'POST', `/api/v1/mini-apps/versions/${versionId}/transitions`, token, { to });
+    call(service.url, 'POST', `/api/v1/mini-apps/versions/${versionId}/transitions`, { token, body: { to } });
 
   before(async () => {
     await buildCli();
@@ -54,26 +45,28 @@ describe('publishing with svc, end to end', () => {
     const password = 'correct horse battery staple';
     for (const email of ['ada@example.com', 'reviewer@example.com']) {
       assert.equal(
-        (await api(service.url, 'POST', '/api/v1/account/signup', undefined, { email, password, name: 'x' }))
+        (await call(service.url, 'POST', '/api/v1/account/signup', { body: { email, password, name: 'x' } }))
           .status,
         201,
       );
     }
     developerToken = (
-      await api(service.url, 'POST', '/api/v1/account/sessions', undefined, {
-        email: 'ada@example.com',
-        password,
+      await call(service.url, 'POST', '/api/v1/account/sessions', {
+        body: { email: 'ada@example.com', password },
       })
     ).body.access_token;
     adminToken = (
-      await api(service.url, 'POST', '/api/v1/account/sessions', undefined, {
-        email: 'reviewer@example.com',
-        password,
+      await call(service.url, 'POST', '/api/v1/account/sessions', {
+        body: { email: 'reviewer@example.com', password },
       })
     ).body.access_token;
     assert.equal(
-      (await api(service.url, 'POST', '/api/v1/dev/keys', developerToken, { public_key: key.publicLine }))
-        .status,
+      (
+        await call(service.url, 'POST', '/api/v1/dev/keys', {
+          token: developerToken,
+          body: { public_key: key.publicLine },
+        })
+      ).status,
       201,
     );
     const login = await svc(['login'], env);
@@ -116,19 +109,13 @@ describe('publishing with svc, end to end', () => {
     await move(developerToken, second.id, 'published');
     const app1 = await status();
     assert.equal(app1.live_version, '1.1.0');
-    const queue = await api(service.url, 'GET', '/api/v1/admin/review-queue', adminToken);
+    const queue = await call(service.url, 'GET', '/api/v1/admin/review-queue', { token: adminToken });
     assert.equal(queue.body.versions.length, 0);
     // The first version is now superseded: an admin can no longer remove it.
-    const removed = await api(
-      service.url,
-      'POST',
-      `/api/v1/mini-apps/versions/${first}/transitions`,
-      adminToken,
-      {
-        to: 'removed',
-        reason: 'x',
-      },
-    );
+    const removed = await call(service.url, 'POST', `/api/v1/mini-apps/versions/${first}/transitions`, {
+      token: adminToken,
+      body: { to: 'removed', reason: 'x' },
+    });
     assert.equal(removed.status, 409);
     assert.match(removed.body.detail, /superseded/);
   });
