@@ -591,6 +591,15 @@ export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
         /**
+         * Text
+         * @description One line of text a person wrote (a name, a title): well-formed Unicode with no control
+         *     characters (U+0000–U+001F, U+007F–U+009F). A string that breaks this anywhere in a request is
+         *     refused with 422 and `code` `invalid_text`; a NUL or an unpaired surrogate is refused in every
+         *     string of every JSON body, free text or not.
+         * @example Ada Lovelace
+         */
+        Text: string;
+        /**
          * LoginChallengeRequest
          * @description Asks for a one-time challenge for the key that will sign it.
          * @example {
@@ -599,7 +608,7 @@ export interface components {
          */
         LoginChallengeRequest: {
             /** @description One OpenSSH public-key line, as in `~/.ssh/id_ed25519.pub`. Only `ssh-ed25519`. */
-            public_key: string;
+            public_key: string & components["schemas"]["Text"];
         };
         /**
          * LoginChallenge
@@ -682,6 +691,14 @@ export interface components {
             errors?: components["schemas"]["ProblemFieldError"][];
         };
         /**
+         * MultilineText
+         * @description Text a person wrote that may run over several lines (a review reason): as `Text`, except that
+         *     tab, line feed and carriage return are allowed.
+         * @example The app calls an origin that its manifest does not declare.
+         *     Declare it in manifest.network.
+         */
+        MultilineText: string;
+        /**
          * AccessTokenRequest
          * @description Exchanges a signed challenge for an access token. The challenge is consumed.
          * @example {
@@ -693,7 +710,7 @@ export interface components {
             /** Format: uuid */
             challenge_id: string;
             /** @description The armored SSHSIG signature (`-----BEGIN SSH SIGNATURE-----` …) of the challenge message. */
-            signature: string;
+            signature: string & components["schemas"]["MultilineText"];
         };
         /**
          * AccessToken
@@ -724,8 +741,8 @@ export interface components {
         SignupRequest: {
             /** Format: email */
             email: string;
-            password: string;
-            name: string;
+            password: string & components["schemas"]["Text"];
+            name: string & components["schemas"]["Text"];
         };
         /**
          * Account
@@ -762,7 +779,7 @@ export interface components {
         PasswordSessionRequest: {
             /** Format: email */
             email: string;
-            password: string;
+            password: string & components["schemas"]["Text"];
         };
         /**
          * DeveloperIdentity
@@ -853,9 +870,9 @@ export interface components {
          */
         SshKeyCreateRequest: {
             /** @description One OpenSSH public-key line (the contents of the `.pub` file). */
-            public_key: string;
+            public_key: string & components["schemas"]["Text"];
             /** @description A name for the key; defaults to the line's comment. */
-            title?: string;
+            title?: string & components["schemas"]["Text"];
         };
         /**
          * UploadUrlRequest
@@ -945,6 +962,14 @@ export interface components {
          */
         ReviewState: "submitted" | "in_review" | "approved" | "rejected" | "published" | "withdrawn" | "superseded" | "removed";
         /**
+         * Version
+         * @description A semantic version 2.0.0 (`1.4.0`, `2.0.0-beta.1`, `1.0.0+build.7`), exactly as semver.org's
+         *     grammar has it: no leading zeros in numeric identifiers, so `1.0.0-01` is not a version.
+         *     Versions are ordered by semver precedence.
+         * @example 1.0.0
+         */
+        Version: string;
+        /**
          * Brand
          * @description The vehicle maker, as its lowercase wire string. It must agree with the prefix of the
          *     `device_id` it travels with. `x-native-id-patterns` gives, per brand, the format of the
@@ -975,11 +1000,11 @@ export interface components {
         Manifest: {
             /** @description The app id, in reverse-DNS form. The first submission of an id claims it for its developer. */
             id: string;
-            name: string;
-            /** @description Semantic version; each submitted version must be greater than every earlier one. */
-            version: string;
+            name: string & components["schemas"]["Text"];
+            /** @description Each submitted version of an app must be greater than every earlier one. */
+            version: string & components["schemas"]["Version"];
             /** @description Path, inside the package, of the file the host opens first. */
-            entry: string;
+            entry: string & components["schemas"]["Text"];
             /**
              * @description The external origins the app may call with plain `fetch()`: `https://` origins only,
              *     with no path, query, wildcard or credentials. The app passes the car to its backend as
@@ -1084,7 +1109,7 @@ export interface components {
         ReviewTransitionRequest: {
             to: components["schemas"]["ReviewState"];
             /** @description Required when moving to `rejected` or `removed`; shown to the developer. */
-            reason?: string;
+            reason?: string & components["schemas"]["MultilineText"];
         };
         /**
          * ReviewQueue
@@ -1254,7 +1279,7 @@ export interface components {
          */
         IdentityTokenRequest: {
             /** @description The mini-app the token is for; it becomes the `aud` claim. */
-            app_id: string;
+            app_id: string & components["schemas"]["Text"];
             /** @description BCP 47 language tag, e.g. `de` or `en-GB`. */
             locale: string;
         };
@@ -1409,6 +1434,27 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
+        /**
+         * @description The request body is not of a media type the operation takes (for JSON bodies:
+         *     `Content-Type: application/json`).
+         */
+        UnsupportedMediaType: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "type": "/problems/unsupported_media_type",
+                 *       "title": "Unsupported media type",
+                 *       "status": 415,
+                 *       "detail": "unsupported media type text/plain",
+                 *       "code": "unsupported_media_type"
+                 *     }
+                 */
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
         /** @description The request is well-formed but its content cannot be accepted (for example a key that is not ed25519, a package that fails its checks, a reason missing). */
         UnprocessableEntity: {
             headers: {
@@ -1463,6 +1509,29 @@ export interface components {
                  *       "status": 429,
                  *       "detail": "Too many failed sign-in attempts. Try again in 42 seconds.",
                  *       "code": "rate_limited"
+                 *     }
+                 */
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /**
+         * @description The service cannot reach its store (or the store is too slow to answer) just now. Nothing was
+         *     changed; try again after `Retry-After` seconds.
+         */
+        ServiceUnavailable: {
+            headers: {
+                /** @description Seconds to wait before trying again. */
+                "Retry-After"?: number;
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "type": "/problems/service_unavailable",
+                 *       "title": "Service unavailable",
+                 *       "status": 503,
+                 *       "detail": "The service cannot reach its store just now: try again in a few seconds.",
+                 *       "code": "service_unavailable"
                  *     }
                  */
                 "application/problem+json": components["schemas"]["Problem"];
@@ -1630,9 +1699,11 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["UnprocessableEntity"];
             426: components["responses"]["UpgradeRequired"];
             429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     createAccessToken: {
@@ -1660,8 +1731,11 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["UnprocessableEntity"];
             426: components["responses"]["UpgradeRequired"];
             429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     signUp: {
@@ -1690,8 +1764,11 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["UnprocessableEntity"];
             426: components["responses"]["UpgradeRequired"];
             429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     createSession: {
@@ -1719,8 +1796,11 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["UnprocessableEntity"];
             426: components["responses"]["UpgradeRequired"];
             429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     getMe: {
@@ -1741,8 +1821,10 @@ export interface operations {
                     "application/json": components["schemas"]["DeveloperIdentity"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             426: components["responses"]["UpgradeRequired"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     listSshKeys: {
@@ -1763,8 +1845,10 @@ export interface operations {
                     "application/json": components["schemas"]["SshKeyList"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             426: components["responses"]["UpgradeRequired"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     addSshKey: {
@@ -1793,8 +1877,10 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["UnprocessableEntity"];
             426: components["responses"]["UpgradeRequired"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     removeSshKey: {
@@ -1820,6 +1906,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             426: components["responses"]["UpgradeRequired"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     createUploadUrl: {
@@ -1847,7 +1934,10 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["UnprocessableEntity"];
             426: components["responses"]["UpgradeRequired"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     uploadPackage: {
@@ -1884,7 +1974,10 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["UnprocessableEntity"];
+            426: components["responses"]["UpgradeRequired"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     submitMiniApp: {
@@ -1915,8 +2008,10 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["UnprocessableEntity"];
             426: components["responses"]["UpgradeRequired"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     listMyMiniApps: {
@@ -1937,8 +2032,10 @@ export interface operations {
                     "application/json": components["schemas"]["MiniAppList"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             426: components["responses"]["UpgradeRequired"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     transitionMiniAppVersion: {
@@ -1972,8 +2069,10 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["UnprocessableEntity"];
             426: components["responses"]["UpgradeRequired"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     listReviewQueue: {
@@ -1994,9 +2093,11 @@ export interface operations {
                     "application/json": components["schemas"]["ReviewQueue"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             426: components["responses"]["UpgradeRequired"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     getCarInstall: {
@@ -2025,12 +2126,14 @@ export interface operations {
                     "application/json": components["schemas"]["Install"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             422: components["responses"]["UnprocessableDeviceId"];
             426: components["responses"]["UpgradeRequired"];
             501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     pairCar: {
@@ -2069,9 +2172,11 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["UnprocessableDeviceId"];
             426: components["responses"]["UpgradeRequired"];
             501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     unpairCar: {
@@ -2110,9 +2215,11 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["UnprocessableDeviceId"];
             426: components["responses"]["UpgradeRequired"];
             501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     getCarStatus: {
@@ -2141,12 +2248,14 @@ export interface operations {
                     "application/json": components["schemas"]["CarStatus"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             422: components["responses"]["UnprocessableDeviceId"];
             426: components["responses"]["UpgradeRequired"];
             501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     getCarLocation: {
@@ -2175,12 +2284,14 @@ export interface operations {
                     "application/json": components["schemas"]["Location"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             422: components["responses"]["UnprocessableDeviceId"];
             426: components["responses"]["UpgradeRequired"];
             501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     transferCar: {
@@ -2219,9 +2330,11 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["UnprocessableDeviceId"];
             426: components["responses"]["UpgradeRequired"];
             501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     createIdentityToken: {
@@ -2259,9 +2372,11 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["UnprocessableDeviceId"];
             426: components["responses"]["UpgradeRequired"];
             501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     listCars: {
@@ -2295,6 +2410,7 @@ export interface operations {
             422: components["responses"]["UnprocessableDeviceId"];
             426: components["responses"]["UpgradeRequired"];
             501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     provisionCar: {
@@ -2324,9 +2440,11 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["UnprocessableDeviceId"];
             426: components["responses"]["UpgradeRequired"];
             501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     getJwks: {
@@ -2347,7 +2465,10 @@ export interface operations {
                     "application/json": components["schemas"]["Jwks"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             404: components["responses"]["NotFound"];
+            426: components["responses"]["UpgradeRequired"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     getHealth: {
@@ -2368,7 +2489,9 @@ export interface operations {
                     "application/json": components["schemas"]["Health"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             404: components["responses"]["NotFound"];
+            426: components["responses"]["UpgradeRequired"];
         };
     };
     getReadiness: {
@@ -2389,7 +2512,9 @@ export interface operations {
                     "application/json": components["schemas"]["Health"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             404: components["responses"]["NotFound"];
+            426: components["responses"]["UpgradeRequired"];
             /** @description Not ready; `checks` says which dependency fails. */
             503: {
                 headers: {

@@ -9,36 +9,38 @@ export interface Route {
   readonly expressPath: string;
   /** Names of the security schemes that may authorize the call; empty when it needs none. */
   readonly security: readonly string[];
+  /** Tagged `Admin` in the contract: anyone else gets 403 before the request is looked at. */
+  readonly adminOnly: boolean;
 }
 
 /** Every operation of the contract, most specific path first (the order to register them in). */
 export const routes = {
-  getJwks: { method: 'get', openapiPath: '/.well-known/jwks.json', expressPath: '/.well-known/jwks.json', security: [] },
-  createSession: { method: 'post', openapiPath: '/api/v1/account/sessions', expressPath: '/api/v1/account/sessions', security: [] },
-  signUp: { method: 'post', openapiPath: '/api/v1/account/signup', expressPath: '/api/v1/account/signup', security: [] },
-  listCars: { method: 'get', openapiPath: '/api/v1/admin/cars', expressPath: '/api/v1/admin/cars', security: ['bearerAuth'] },
-  provisionCar: { method: 'post', openapiPath: '/api/v1/admin/cars', expressPath: '/api/v1/admin/cars', security: ['bearerAuth'] },
-  listReviewQueue: { method: 'get', openapiPath: '/api/v1/admin/review-queue', expressPath: '/api/v1/admin/review-queue', security: ['bearerAuth'] },
-  createLoginChallenge: { method: 'post', openapiPath: '/api/v1/auth/challenges', expressPath: '/api/v1/auth/challenges', security: [] },
-  createAccessToken: { method: 'post', openapiPath: '/api/v1/auth/tokens', expressPath: '/api/v1/auth/tokens', security: [] },
-  createIdentityToken: { method: 'post', openapiPath: '/api/v1/cars/{device_id}/identity-token', expressPath: '/api/v1/cars/:device_id/identity-token', security: ['bearerAuth'] },
-  getCarInstall: { method: 'get', openapiPath: '/api/v1/cars/{device_id}/install', expressPath: '/api/v1/cars/:device_id/install', security: ['bearerAuth'] },
-  getCarLocation: { method: 'get', openapiPath: '/api/v1/cars/{device_id}/location', expressPath: '/api/v1/cars/:device_id/location', security: ['bearerAuth'] },
-  pairCar: { method: 'post', openapiPath: '/api/v1/cars/{device_id}/pair', expressPath: '/api/v1/cars/:device_id/pair', security: ['bearerAuth'] },
-  getCarStatus: { method: 'get', openapiPath: '/api/v1/cars/{device_id}/status', expressPath: '/api/v1/cars/:device_id/status', security: ['bearerAuth'] },
-  transferCar: { method: 'post', openapiPath: '/api/v1/cars/{device_id}/transfer', expressPath: '/api/v1/cars/:device_id/transfer', security: ['bearerAuth'] },
-  unpairCar: { method: 'post', openapiPath: '/api/v1/cars/{device_id}/unpair', expressPath: '/api/v1/cars/:device_id/unpair', security: ['bearerAuth'] },
-  listSshKeys: { method: 'get', openapiPath: '/api/v1/dev/keys', expressPath: '/api/v1/dev/keys', security: ['bearerAuth'] },
-  addSshKey: { method: 'post', openapiPath: '/api/v1/dev/keys', expressPath: '/api/v1/dev/keys', security: ['bearerAuth'] },
-  removeSshKey: { method: 'delete', openapiPath: '/api/v1/dev/keys/{key_id}', expressPath: '/api/v1/dev/keys/:key_id', security: ['bearerAuth'] },
-  getMe: { method: 'get', openapiPath: '/api/v1/dev/me', expressPath: '/api/v1/dev/me', security: ['bearerAuth'] },
-  listMyMiniApps: { method: 'get', openapiPath: '/api/v1/mini-apps/mine', expressPath: '/api/v1/mini-apps/mine', security: ['bearerAuth'] },
-  submitMiniApp: { method: 'post', openapiPath: '/api/v1/mini-apps/submit', expressPath: '/api/v1/mini-apps/submit', security: ['bearerAuth'] },
-  createUploadUrl: { method: 'post', openapiPath: '/api/v1/mini-apps/upload-url', expressPath: '/api/v1/mini-apps/upload-url', security: ['bearerAuth'] },
-  transitionMiniAppVersion: { method: 'post', openapiPath: '/api/v1/mini-apps/versions/{version_id}/transitions', expressPath: '/api/v1/mini-apps/versions/:version_id/transitions', security: ['bearerAuth'] },
-  getHealth: { method: 'get', openapiPath: '/healthz', expressPath: '/healthz', security: [] },
-  getReadiness: { method: 'get', openapiPath: '/readyz', expressPath: '/readyz', security: [] },
-  uploadPackage: { method: 'put', openapiPath: '/uploads/{upload_id}', expressPath: '/uploads/:upload_id', security: [] },
+  getJwks: { method: 'get', openapiPath: '/.well-known/jwks.json', expressPath: '/.well-known/jwks.json', security: [], adminOnly: false },
+  createSession: { method: 'post', openapiPath: '/api/v1/account/sessions', expressPath: '/api/v1/account/sessions', security: [], adminOnly: false },
+  signUp: { method: 'post', openapiPath: '/api/v1/account/signup', expressPath: '/api/v1/account/signup', security: [], adminOnly: false },
+  listCars: { method: 'get', openapiPath: '/api/v1/admin/cars', expressPath: '/api/v1/admin/cars', security: ['bearerAuth'], adminOnly: true },
+  provisionCar: { method: 'post', openapiPath: '/api/v1/admin/cars', expressPath: '/api/v1/admin/cars', security: ['bearerAuth'], adminOnly: true },
+  listReviewQueue: { method: 'get', openapiPath: '/api/v1/admin/review-queue', expressPath: '/api/v1/admin/review-queue', security: ['bearerAuth'], adminOnly: true },
+  createLoginChallenge: { method: 'post', openapiPath: '/api/v1/auth/challenges', expressPath: '/api/v1/auth/challenges', security: [], adminOnly: false },
+  createAccessToken: { method: 'post', openapiPath: '/api/v1/auth/tokens', expressPath: '/api/v1/auth/tokens', security: [], adminOnly: false },
+  createIdentityToken: { method: 'post', openapiPath: '/api/v1/cars/{device_id}/identity-token', expressPath: '/api/v1/cars/:device_id/identity-token', security: ['bearerAuth'], adminOnly: false },
+  getCarInstall: { method: 'get', openapiPath: '/api/v1/cars/{device_id}/install', expressPath: '/api/v1/cars/:device_id/install', security: ['bearerAuth'], adminOnly: false },
+  getCarLocation: { method: 'get', openapiPath: '/api/v1/cars/{device_id}/location', expressPath: '/api/v1/cars/:device_id/location', security: ['bearerAuth'], adminOnly: false },
+  pairCar: { method: 'post', openapiPath: '/api/v1/cars/{device_id}/pair', expressPath: '/api/v1/cars/:device_id/pair', security: ['bearerAuth'], adminOnly: false },
+  getCarStatus: { method: 'get', openapiPath: '/api/v1/cars/{device_id}/status', expressPath: '/api/v1/cars/:device_id/status', security: ['bearerAuth'], adminOnly: false },
+  transferCar: { method: 'post', openapiPath: '/api/v1/cars/{device_id}/transfer', expressPath: '/api/v1/cars/:device_id/transfer', security: ['bearerAuth'], adminOnly: false },
+  unpairCar: { method: 'post', openapiPath: '/api/v1/cars/{device_id}/unpair', expressPath: '/api/v1/cars/:device_id/unpair', security: ['bearerAuth'], adminOnly: false },
+  listSshKeys: { method: 'get', openapiPath: '/api/v1/dev/keys', expressPath: '/api/v1/dev/keys', security: ['bearerAuth'], adminOnly: false },
+  addSshKey: { method: 'post', openapiPath: '/api/v1/dev/keys', expressPath: '/api/v1/dev/keys', security: ['bearerAuth'], adminOnly: false },
+  removeSshKey: { method: 'delete', openapiPath: '/api/v1/dev/keys/{key_id}', expressPath: '/api/v1/dev/keys/:key_id', security: ['bearerAuth'], adminOnly: false },
+  getMe: { method: 'get', openapiPath: '/api/v1/dev/me', expressPath: '/api/v1/dev/me', security: ['bearerAuth'], adminOnly: false },
+  listMyMiniApps: { method: 'get', openapiPath: '/api/v1/mini-apps/mine', expressPath: '/api/v1/mini-apps/mine', security: ['bearerAuth'], adminOnly: false },
+  submitMiniApp: { method: 'post', openapiPath: '/api/v1/mini-apps/submit', expressPath: '/api/v1/mini-apps/submit', security: ['bearerAuth'], adminOnly: false },
+  createUploadUrl: { method: 'post', openapiPath: '/api/v1/mini-apps/upload-url', expressPath: '/api/v1/mini-apps/upload-url', security: ['bearerAuth'], adminOnly: false },
+  transitionMiniAppVersion: { method: 'post', openapiPath: '/api/v1/mini-apps/versions/{version_id}/transitions', expressPath: '/api/v1/mini-apps/versions/:version_id/transitions', security: ['bearerAuth'], adminOnly: false },
+  getHealth: { method: 'get', openapiPath: '/healthz', expressPath: '/healthz', security: [], adminOnly: false },
+  getReadiness: { method: 'get', openapiPath: '/readyz', expressPath: '/readyz', security: [], adminOnly: false },
+  uploadPackage: { method: 'put', openapiPath: '/uploads/{upload_id}', expressPath: '/uploads/:upload_id', security: [], adminOnly: false },
 } as const satisfies Record<string, Route>;
 
 export type OperationId = keyof typeof routes;

@@ -10,6 +10,7 @@ import { generateBrands } from './codegen/brands.ts';
 import { generateMqtt } from './codegen/mqtt.ts';
 import { bundleOpenApi } from './codegen/openapi-bundle.ts';
 import { generateOpenApiTypes } from './codegen/openapi-types.ts';
+import { generatePatterns } from './codegen/patterns.ts';
 import { generateRoutes } from './codegen/routes.ts';
 import { repoRoot } from './repo-root.ts';
 
@@ -22,6 +23,7 @@ export async function renderGenerated(root: string): Promise<Record<string, stri
     'openapi.ts': await generateOpenApiTypes(doc),
     'routes.ts': generateRoutes(doc),
     'brands.ts': generateBrands(doc),
+    'patterns.ts': generatePatterns(doc),
     'mqtt.ts': await generateMqtt(join(root, 'asyncapi/asyncapi.yaml')),
   };
 }

@@ -156,9 +156,24 @@ describe('manifest.json check', () => {
     });
   }
 
-  for (const version of ['1.0', 'v1.0.0', '01.0.0', '1.0.0-', 'latest']) {
+  for (const version of ['1.0', 'v1.0.0', '01.0.0', '1.0.0-', 'latest', '1.0.0-01']) {
     test(`when version is ${JSON.stringify(version)} then the problem says it must be semver`, async () => {
       assertOneProblem(await app({ version }), /^manifest\.json: version: ".*" must be a semantic version/);
+    });
+  }
+
+  test('when a pre-release identifier has a leading zero then the problem says to leave it out', async () => {
+    assertOneProblem(await app({ version: '1.0.0-rc.01' }), /leave out leading zeros$/);
+  });
+
+  for (const [what, name, said] of [
+    ['a control character', 'Hello\u0007Car', /holds a control character/],
+    ['a line break', 'Hello\nCar', /holds a control character/],
+    ['a NUL', 'Hello\u0000Car', /holds a NUL character/],
+    ['an unpaired surrogate', 'Hello \ud83d', /is not well-formed Unicode/],
+  ] as const) {
+    test(`when the name holds ${what} then the problem says so, as the service would`, async () => {
+      assertOneProblem(await app({ name }), new RegExp(`^manifest\\.json: name: .*${said.source}`));
     });
   }
 

@@ -19,3 +19,5 @@ export type { CarTopicSuffix, DeviceTopic } from './device-topic.ts';
 export { deviceTopic, parseDeviceTopic } from './device-topic.ts';
 export type { Version } from './semver.ts';
 export { compareVersions, parseVersion } from './semver.ts';
+export type { UnstorableText } from './text.ts';
+export { describeUnstorableText, findUnstorableText } from './text.ts';

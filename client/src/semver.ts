@@ -1,4 +1,6 @@
 /** Semantic versions (2.0.0): parsing and precedence (§11), for mini-app versions and tool upgrades. */
+import { versionPattern } from '../../generated/patterns.ts';
+
 export interface Version {
   major: string;
   minor: string;
@@ -6,12 +8,9 @@ export interface Version {
   prerelease: string[];
 }
 
-const semver =
-  /^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(?:-((?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*)(?:\.(?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?(?:\+[0-9a-zA-Z-]+(?:\.[0-9a-zA-Z-]+)*)?$/;
-
 /** A semantic version 2.0.0 (`x.y.z`, optional `-pre.release` and `+build`), or undefined. */
 export function parseVersion(text: string): Version | undefined {
-  const match = semver.exec(text);
+  const match = versionPattern.exec(text);
   if (!match) return undefined;
   const [, major = '', minor = '', patch = '', prerelease] = match;
   return { major, minor, patch, prerelease: prerelease ? prerelease.split('.') : [] };

@@ -4,12 +4,16 @@ import type { OpenApiDocument } from './openapi-bundle.ts';
 
 const methods = ['get', 'put', 'post', 'delete', 'patch'] as const;
 
+/** Operations with this tag are for admins only: the service checks the caller before anything else. */
+const adminTag = 'Admin';
+
 interface RouteEntry {
   operationId: string;
   method: (typeof methods)[number];
   openapiPath: string;
   expressPath: string;
   security: string[];
+  adminOnly: boolean;
 }
 
 /** `/cars/{device_id}/pair` -> `/cars/:device_id/pair` (path-to-regexp 8, as Express 5 reads it). */
@@ -36,7 +40,7 @@ export function collectRoutes(doc: OpenApiDocument): RouteEntry[] {
   for (const [openapiPath, item] of Object.entries(doc.paths)) {
     for (const method of methods) {
       const operation = item[method] as
-        | { operationId?: string; security?: Record<string, unknown>[] }
+        | { operationId?: string; security?: Record<string, unknown>[]; tags?: string[] }
         | undefined;
       if (!operation) continue;
       const { operationId } = operation;
@@ -49,6 +53,7 @@ export function collectRoutes(doc: OpenApiDocument): RouteEntry[] {
         openapiPath,
         expressPath: toExpressPath(openapiPath),
         security: securityOf(operation, doc),
+        adminOnly: operation.tags?.includes(adminTag) ?? false,
       });
     }
   }
@@ -71,13 +76,15 @@ export function generateRoutes(doc: OpenApiDocument): string {
     '  readonly expressPath: string;',
     '  /** Names of the security schemes that may authorize the call; empty when it needs none. */',
     '  readonly security: readonly string[];',
+    '  /** Tagged `Admin` in the contract: anyone else gets 403 before the request is looked at. */',
+    '  readonly adminOnly: boolean;',
     '}',
     '',
     '/** Every operation of the contract, most specific path first (the order to register them in). */',
     'export const routes = {',
     ...entries.map(
       (e) =>
-        `  ${e.operationId}: { method: '${e.method}', openapiPath: '${e.openapiPath}', expressPath: '${e.expressPath}', security: [${e.security.map((s) => `'${s}'`).join(', ')}] },`,
+        `  ${e.operationId}: { method: '${e.method}', openapiPath: '${e.openapiPath}', expressPath: '${e.expressPath}', security: [${e.security.map((s) => `'${s}'`).join(', ')}], adminOnly: ${e.adminOnly} },`,
     ),
     '} as const satisfies Record<string, Route>;',
     '',

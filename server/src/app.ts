@@ -15,6 +15,8 @@ import { requireCurrentCli } from './http/cli-version.ts';
 import { docsRouter } from './http/docs.ts';
 import { notFound, problemMiddleware } from './http/errors.ts';
 import { createHandlers } from './http/handlers/index.ts';
+import { baseUrlFor } from './http/public-url.ts';
+import { answerParserErrors, originFormTarget } from './http/transport.ts';
 import { contractValidators } from './http/validation.ts';
 import { ensureSigningKey } from './identity/signing-keys.ts';
 import { createLogger, type Logger } from './logger.ts';
@@ -47,7 +49,8 @@ export function createApp(config: Config, deps: AppDependencies = {}) {
       pgliteDir: config.databaseUrl ? undefined : embeddedDbDir(config.dataDir),
     });
   let listeningUrl: string | undefined;
-  const audience = () => config.publicUrl ?? listeningUrl ?? `http://${config.host}:${config.port}`;
+  const audience = (requestHost?: string) =>
+    config.publicUrl ?? baseUrlFor(listeningUrl ?? `http://${config.host}:${config.port}`, requestHost);
   const services = createServices({ db, config, clock, audience });
   const contract = JSON.parse(readFileSync(contractPath, 'utf8'));
 
@@ -58,6 +61,10 @@ export function createApp(config: Config, deps: AppDependencies = {}) {
   if (config.trustProxy) app.set('trust proxy', config.trustProxy);
   // API answers are per caller and rarely repeated; hashing each body for an ETag buys nothing.
   app.set('etag', false);
+  // API answers carry no validators (no ETag, no Last-Modified), so no conditional request is
+  // ever fresh: without this, `If-None-Match: *` turned a 200 into an empty 304.
+  Object.defineProperty(app.request, 'fresh', { configurable: true, get: () => false });
+  app.use(originFormTarget);
   app.use(requireCurrentCli);
   app.use(
     bindHandlers(express.Router(), createHandlers(services), {
@@ -81,6 +88,7 @@ export function createApp(config: Config, deps: AppDependencies = {}) {
       await migrateToLatest(db);
       await ensureSigningKey(db, clock);
       server = app.listen(config.port, config.host);
+      answerParserErrors(server);
       // A package upload may take as long as its URL lives; Node's default cuts requests at 5 minutes.
       server.requestTimeout = config.uploadUrlTtlSeconds * 1000;
       await new Promise<void>((resolve, reject) => {

@@ -13,7 +13,13 @@ import { createUploadService } from './uploads/upload-service.ts';
 
 export type Services = ReturnType<typeof createServices>;
 
-export function createServices(deps: { db: Db; config: Config; clock: Clock; audience: () => string }) {
+export function createServices(deps: {
+  db: Db;
+  config: Config;
+  clock: Clock;
+  /** The service's base URL, as the request's Host names it when that is one of its own names. */
+  audience: (requestHost?: string) => string;
+}) {
   const { db, config, clock } = deps;
   const blobs = createBlobStore(config.dataDir);
   const tokens = createTokenService(db, config, clock);
@@ -26,7 +32,7 @@ export function createServices(deps: { db: Db; config: Config; clock: Clock; aud
     accounts: createAccountService(db, config, clock),
     keys: createKeyService(db, clock, () => tokens.forgetCached()),
     signIn: createSignInService({ db, clock, tokens, failures, audience: deps.audience }),
-    uploads: createUploadService({ db, config, clock, blobs, baseUrl: deps.audience }),
+    uploads: createUploadService({ db, config, clock, blobs, baseUrl: () => deps.audience() }),
     miniApps: createMiniAppService({ db, clock, blobs }),
   };
 }

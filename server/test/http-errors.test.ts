@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { buildDocs } from '../../scripts/build-docs.ts';
 import { signUpDeveloper } from './support/accounts.ts';
-import { call } from './support/http.ts';
+import { call, type RawReply, rawExchange } from './support/http.ts';
 import { startTestService, type TestService } from './support/service.ts';
 
 describe('the HTTP surface', () => {
@@ -70,6 +70,14 @@ describe('the HTTP surface', () => {
     assert.match(mistyped.body.detail, /\/body\/password/);
   });
 
+  test('when a JSON operation gets another media type then 415, as the contract documents', async () => {
+    const reply = await call(url, 'POST', '/api/v1/auth/challenges', {
+      raw: 'public_key=ssh-ed25519',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    });
+    assertProblem(reply, 415, 'unsupported_media_type');
+  });
+
   test('when a query parameter is unknown then 400 naming it', async () => {
     const reply = await call(url, 'GET', '/healthz?verbose=1');
     assertProblem(reply, 400, 'validation_failed');
@@ -110,8 +118,9 @@ describe('the HTTP surface', () => {
       body: { brand: 'brand_b' },
     });
     assertProblem(mismatch, 422, 'brand_mismatch');
+    // Admin operations check the caller before the id (admin-operations.test.ts walks them all).
     const query = await call(url, 'GET', '/api/v1/admin/cars?device_id=brand_a', { token: developer.token });
-    assertProblem(query, 422, 'missing_prefix');
+    assertProblem(query, 403, 'admins_only');
   });
 
   test('when a secured operation is called without a credential then 401 comes before any body check', async () => {
@@ -150,6 +159,77 @@ describe('the HTTP surface', () => {
     const script = await call(url, 'GET', '/docs/redoc.standalone.js');
     assert.equal(script.status, 200);
     assert.ok(String(script.body).length > 100_000);
+  });
+
+  function assertRawProblem(reply: RawReply, status: number, code: string) {
+    assert.equal(reply.status, status, reply.body);
+    assert.match(reply.headers['content-type'] ?? '', /^application\/problem\+json/);
+    const problem = JSON.parse(reply.body);
+    assert.equal(problem.status, status);
+    assert.equal(problem.code, code);
+    assert.equal(typeof problem.detail, 'string');
+  }
+
+  test("when Node's own HTTP parser refuses a request then the answer is still a problem+json", async () => {
+    assertRawProblem(await rawExchange(url, 'NONSENSE\r\n\r\n'), 400, 'malformed_request');
+    assertRawProblem(
+      await rawExchange(url, `GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`),
+      431,
+      'header_too_large',
+    );
+    assertRawProblem(
+      await rawExchange(
+        url,
+        `POST /api/v1/auth/challenges HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n1;${'e'.repeat(20_000)}\r\n`,
+      ),
+      413,
+      'payload_too_large',
+    );
+    assertRawProblem(
+      await rawExchange(
+        url,
+        'GET /healthz HTTP/1.1\r\nHost: x\r\nExpect: teapot\r\nConnection: close\r\n\r\n',
+      ),
+      417,
+      'expectation_failed',
+    );
+  });
+
+  test("when a problem is about a URL with a query then its instance is the path only, never the query's secrets", async () => {
+    const upload = await call(
+      url,
+      'PUT',
+      '/uploads/00000000-0000-4000-8000-000000000000?expires=1&signature=SECRETSIGNATURE&access_token=SECRETTOKEN',
+      { raw: 'x', headers: { 'content-type': 'application/gzip' } },
+    );
+    assert.ok(upload.status >= 400, String(upload.status));
+    assert.equal(upload.body.instance, '/uploads/00000000-0000-4000-8000-000000000000');
+    assert.doesNotMatch(JSON.stringify(upload.body), /SECRET/);
+    const unknown = await call(url, 'GET', '/nothing?access_token=SECRETTOKEN');
+    assert.equal(unknown.body.instance, '/nothing');
+  });
+
+  test('when the request target is in absolute form then it names the same resource as its path', async () => {
+    const developer = await signUpDeveloper(url);
+    const reply = await rawExchange(
+      url,
+      `GET ${url}/api/v1/dev/me HTTP/1.1\r\nHost: ${new URL(url).host}\r\n` +
+        `Authorization: Bearer ${developer.token}\r\nConnection: close\r\n\r\n`,
+    );
+    assert.equal(reply.status, 200, reply.body);
+    assert.equal(JSON.parse(reply.body).account.email, developer.email);
+  });
+
+  test('when a GET carries If-None-Match: * then it is answered in full, never an empty 304', async () => {
+    const developer = await signUpDeveloper(url);
+    for (const header of ['*', 'W/"anything"']) {
+      const reply = await call(url, 'GET', '/api/v1/dev/me', {
+        token: developer.token,
+        headers: { 'if-none-match': header, 'if-modified-since': new Date().toUTCString() },
+      });
+      assert.equal(reply.status, 200, header);
+      assert.equal(reply.body.account.email, developer.email);
+    }
   });
 
   test('when the JWKS is asked for then it holds one ES256 public key and nothing private', async () => {

@@ -229,6 +229,33 @@ describe('publishing mini-apps', () => {
     assert.equal(older.body.code, 'version_not_greater');
   });
 
+  test('when a version has a leading zero in a numeric identifier (1.0.0-01) then 422, and the app takes a good version after', async () => {
+    for (const version of ['1.0.0-01', '1.0.0-rc.007', '01.0.0']) {
+      const reply = await publish(developer, makePackage(manifestFor('com.example.zeros', version)));
+      assert.equal(reply.status, 422, `${version}: ${JSON.stringify(reply.body)}`);
+      assert.equal(reply.body.code, 'manifest_invalid');
+      assert.ok(reply.body.errors.some((e: { path: string }) => e.path === '/manifest/version'));
+    }
+    const good = await publish(developer, makePackage(manifestFor('com.example.zeros', '1.0.0-1')));
+    assert.equal(good.status, 201, JSON.stringify(good.body));
+  });
+
+  test('when a version stored before the grammar was whole does not parse then the app still takes new versions and publishes', async () => {
+    const first = await publish(developer, makePackage(manifestFor('com.example.planted', '1.0.0')));
+    assert.equal(first.status, 201);
+    // What an older service let in: the version column is what ordering reads.
+    await service.store.db('mini_app_versions').where({ id: first.body.id }).update({ version: '1.0.0-01' });
+    const next = await publish(developer, makePackage(manifestFor('com.example.planted', '1.1.0')));
+    assert.equal(next.status, 201, JSON.stringify(next.body));
+    for (const to of ['in_review', 'approved'])
+      assert.equal((await move(admin, next.body.id, to)).status, 200);
+    assert.equal((await move(developer, next.body.id, 'published')).status, 200);
+    const mine = await call(url, 'GET', '/api/v1/mini-apps/mine', { token: developer.token });
+    assert.equal(mine.status, 200);
+    const app = mine.body.mini_apps.find((a: { id: string }) => a.id === 'com.example.planted');
+    assert.equal(app.live_version, '1.1.0');
+  });
+
   test('when the package fails its checks then 422 naming the problem, and no version is made', async () => {
     const reply = await publish(
       developer,

@@ -96,6 +96,42 @@ describe('SSH-key sign-in', () => {
     assert.notEqual(again.body.message.split('\n')[2], lines[2], 'every challenge has its own nonce');
   });
 
+  test('when the service has no public URL and is called as localhost then the challenge is for localhost, and for nothing else', async () => {
+    const port = new URL(url).port;
+    const audienceFor = async (host: string) => {
+      const issued = await call(url, 'POST', '/api/v1/auth/challenges', {
+        body: { public_key: key.publicLine },
+        headers: { host },
+      });
+      assert.equal(issued.status, 201, JSON.stringify(issued.body));
+      return issued.body.message.split('\n')[3];
+    };
+    assert.equal(await audienceFor(`localhost:${port}`), `audience: http://localhost:${port}`);
+    assert.equal(await audienceFor(`127.0.0.1:${port}`), `audience: http://127.0.0.1:${port}`);
+    // Another host, another port, or a loopback name with a trick in it: the service's own URL.
+    for (const host of [
+      'evil.example.com',
+      `localhost:${Number(port) + 1}`,
+      `evil.example.com:${port}`,
+      'localhost',
+    ]) {
+      assert.equal(await audienceFor(host), `audience: ${url}`, host);
+    }
+  });
+
+  test('when SVC_PUBLIC_URL is set then every challenge is for it, whatever Host the client sends', async () => {
+    const behindProxy = await startTestService({ SVC_PUBLIC_URL: 'https://svc.example.com' });
+    try {
+      const issued = await call(behindProxy.url, 'POST', '/api/v1/auth/challenges', {
+        body: { public_key: key.publicLine },
+        headers: { host: `localhost:${new URL(behindProxy.url).port}` },
+      });
+      assert.equal(issued.body.message.split('\n')[3], 'audience: https://svc.example.com');
+    } finally {
+      await behindProxy.stop();
+    }
+  });
+
   test('when a signed challenge is exchanged a second time then 401', async () => {
     const signed = await signedChallenge(key);
     assert.equal((await exchange(signed.id, signed.signature)).status, 201);

@@ -1,6 +1,7 @@
 /** `manifest.json` of a mini-app folder: checked against the contract's Manifest schema and the folder, field by field. */
 import { lstatSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { describeUnstorableText, findUnstorableText } from '@svc/sdk';
 import { Ajv2020, type ErrorObject, type ValidateFunction } from 'ajv/dist/2020.js';
 import contract from '../../../generated/openapi.json' with { type: 'json' };
 import type { components } from '../../../generated/openapi.ts';
@@ -61,6 +62,12 @@ export function checkManifest(dir: string): ManifestCheck {
   const read = readManifestJson(dir);
   if ('problem' in read) return { manifest: undefined, problems: [read.problem] };
   const value = read.value;
+  const unstorable = findUnstorableText(value);
+  if (unstorable) {
+    // The service refuses such a manifest whatever the field; say so before any other check.
+    const field = fieldName(pointerSegments(unstorable.pointer));
+    return { manifest: undefined, problems: [{ field, message: describeUnstorableText(unstorable) }] };
+  }
   const problems: ManifestProblem[] = [];
   const validate = manifestValidator();
   const schemaErrors = validate(value) ? [] : (validate.errors ?? []);
@@ -236,9 +243,10 @@ function explainPattern(field: string | undefined, value: string): string {
     );
   }
   if (field === 'version') {
+    const [withoutBuild = ''] = value.split('+');
     const why = /^v/i.test(value)
       ? ': leave out the "v"'
-      : /(^|\.)0\d/.test(value.split(/[-+]/)[0] ?? '')
+      : /(^|[.-])0\d+(?=$|[.+])/.test(withoutBuild)
         ? ': leave out leading zeros'
         : /^\d+(\.\d+)?$/.test(value)
           ? ': it needs all three numbers'
@@ -247,6 +255,9 @@ function explainPattern(field: string | undefined, value: string): string {
       `${show(value)} must be a semantic version MAJOR.MINOR.PATCH, such as "1.0.0" or ` +
       `"1.2.0-beta.1"${why}`
     );
+  }
+  if (/\p{Cc}/u.test(value)) {
+    return `${show(value)} holds a control character (a tab, line break or invisible code): remove it`;
   }
   return `${show(value)} has the wrong form`;
 }
@@ -372,6 +383,7 @@ function checkEntry(dir: string, entry: string): string | undefined {
   return undefined;
 }
 
+/** In field order, each once: a field that is also a shared schema (`allOf`) can fail a rule twice. */
 function sortProblems(problems: ManifestProblem[]): ManifestProblem[] {
   const rank = (problem: ManifestProblem): [number, number] => {
     if (problem.field === undefined) return [-1, 0];
@@ -382,7 +394,11 @@ function sortProblems(problems: ManifestProblem[]): ManifestProblem[] {
   return problems
     .map((problem, index) => ({ problem, index, rank: rank(problem) }))
     .sort((a, b) => a.rank[0] - b.rank[0] || a.rank[1] - b.rank[1] || a.index - b.index)
-    .map(({ problem }) => problem);
+    .map(({ problem }) => problem)
+    .filter(
+      (problem, index, all) =>
+        all.findIndex((p) => formatManifestProblem(p) === formatManifestProblem(problem)) === index,
+    );
 }
 
 /** `/network/1` as `["network", "1"]`. */

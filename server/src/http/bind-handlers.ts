@@ -82,6 +82,14 @@ function send(
   res.json(response.body);
 }
 
+/** Admin operations answer 403 to anyone else before any check of the request, built or not. */
+function requireAdmin(_req: Request, res: Response, next: NextFunction): void {
+  if (!(res.locals.principal as Principal | undefined)?.isAdmin) {
+    throw new ProblemError(403, 'admins_only', 'Only admins may do this.');
+  }
+  next();
+}
+
 function bindOne<K extends OperationId>(
   router: Router,
   operationId: K,
@@ -98,6 +106,7 @@ function bindOne<K extends OperationId>(
   router[route.method](
     route.expressPath,
     ...(secured ? [authenticate] : []),
+    ...(route.adminOnly ? [requireAdmin] : []),
     ...(options.validate?.(operationId) ?? []),
     async (req: Request, res: Response) => {
       const principal = res.locals.principal as PrincipalOf<K>;

@@ -4,6 +4,7 @@
  * answered with a plain 500.
  */
 import type { NextFunction, Request, Response } from 'express';
+import { multilineTextPatternSource, textPatternSource } from '../../../generated/patterns.ts';
 import type { Logger } from '../logger.ts';
 import { ProblemError } from './problem.ts';
 
@@ -24,6 +25,12 @@ const validatorCodes: Record<number, string> = {
   413: 'payload_too_large',
   415: 'unsupported_media_type',
 };
+
+// The validator names a broken pattern by its source; these are the contract's two text rules.
+const textRuleMessages = new Set(
+  [textPatternSource, multilineTextPatternSource].map((source) => `must match pattern "${source}"`),
+);
+const textRuleBroken = 'must not hold control characters';
 
 /** `.body.public_key` / `/body/public_key` → `/body/public_key`. */
 function pointer(path: string | undefined): string {
@@ -47,8 +54,18 @@ function toProblemError(error: unknown, limitBytes: number): ProblemError | unde
   if (!code) return undefined;
   const errors = e.errors?.map((item) => ({
     path: pointer(item.path),
-    message: item.message ?? 'is not valid',
+    message: textRuleMessages.has(item.message ?? '') ? textRuleBroken : (item.message ?? 'is not valid'),
   }));
+  // Well-formed JSON whose only fault is a control character in free text is unprocessable
+  // content, not a malformed request: 422, as the contract's Text schema says.
+  if (status === 400 && errors?.length && errors.every((item) => item.message === textRuleBroken)) {
+    return new ProblemError(
+      422,
+      'invalid_text',
+      errors.map((item) => `${item.path} ${item.message}`).join('; '),
+      { errors },
+    );
+  }
   const detail =
     status === 400 && errors?.length
       ? errors.map((item) => `${item.path} ${item.message}`).join('; ')
@@ -83,8 +100,20 @@ export function problemMiddleware(options: { logger: Logger; jsonLimitBytes: num
     }
     for (const [name, value] of Object.entries(problem.headers)) res.setHeader(name, value);
     if (problem.status === 401) res.setHeader('WWW-Authenticate', 'Bearer');
-    res.status(problem.status).type('application/problem+json').json(problem.toProblem(req.originalUrl));
+    res
+      .status(problem.status)
+      .type('application/problem+json')
+      .json(problem.toProblem(instancePath(req)));
   };
+}
+
+/** The path the problem is about, never its query: that may hold a presigned URL's signature or a token. */
+function instancePath(req: Request): string {
+  try {
+    return new URL(req.originalUrl, 'http://instance.invalid').pathname;
+  } catch {
+    return '/';
+  }
 }
 
 /** Routes nobody serves. */

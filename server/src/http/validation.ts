@@ -5,10 +5,12 @@
  * for /api/v1/dev/me); here it has only its own path to try. The rules are the same: requests
  * always validated (no type coercion, unknown query parameters refused), responses in tests.
  */
+import { describeUnstorableText, findUnstorableText } from '@svc/sdk';
 import express, { type RequestHandler } from 'express';
 import * as OpenApiValidator from 'express-openapi-validator';
 import type { OpenAPIV3 } from 'express-openapi-validator/dist/framework/types.js';
 import { type OperationId, routes } from '../../../generated/routes.ts';
+import { ProblemError } from './problem.ts';
 
 type Contract = OpenAPIV3.DocumentV3_1;
 
@@ -28,7 +30,9 @@ export function contractValidators(
       | { requestBody?: { content?: object } }
       | undefined;
     const parsers =
-      operation?.requestBody?.content && 'application/json' in operation.requestBody.content ? [json] : [];
+      operation?.requestBody?.content && 'application/json' in operation.requestBody.content
+        ? [json, refuseUnstorableText]
+        : [];
     let validators = byPath.get(openapiPath);
     if (!validators) {
       validators = OpenApiValidator.middleware({
@@ -46,6 +50,21 @@ export function contractValidators(
     return [...parsers, ...checks];
   };
 }
+
+/**
+ * A NUL or an unpaired surrogate anywhere in a JSON body is 422 before any field is looked at: no
+ * store can hold either, whatever field it is in (the contract's Text schema says so).
+ */
+const refuseUnstorableText: RequestHandler = (req, _res, next) => {
+  const found = findUnstorableText(req.body, '/body');
+  if (found) {
+    const message = describeUnstorableText(found);
+    throw new ProblemError(422, 'invalid_text', `${found.pointer} ${message}.`, {
+      errors: [{ path: found.pointer, message }],
+    });
+  }
+  next();
+};
 
 function exceptHead(validator: RequestHandler): RequestHandler {
   return (req, res, next) => (req.method === 'HEAD' ? next() : validator(req, res, next));

@@ -1,6 +1,6 @@
 /** Mini-apps: submitting an uploaded package as a new version, listing, and review moves. */
 import { randomUUID } from 'node:crypto';
-import { compareVersions } from '@svc/sdk';
+import { compareVersions, parseVersion } from '@svc/sdk';
 import type { components } from '../../../generated/openapi.ts';
 import type { Principal } from '../auth/principal.ts';
 import type { Clock } from '../clock.ts';
@@ -29,6 +29,14 @@ import { checkMove, initialReviewState, type Party, type ReviewState } from './r
 
 export type MiniApp = components['schemas']['MiniApp'];
 export type MiniAppVersion = components['schemas']['MiniAppVersion'];
+
+/**
+ * Versions stored before the contract took semver's grammar whole (`1.0.0-01` once passed) are not
+ * versions: they take no part in ordering, so one of them can never block its app.
+ */
+function isVersion(version: string): boolean {
+  return parseVersion(version) !== undefined;
+}
 
 export function toApiVersion(row: VersionRow): MiniAppVersion {
   return {
@@ -115,7 +123,7 @@ export function createMiniAppService(deps: { db: Db; clock: Clock; blobs: BlobSt
           );
         }
         const earlier = await listVersionNumbers(trx, app.id);
-        const highest = earlier.sort(compareVersions).at(-1);
+        const highest = earlier.filter(isVersion).sort(compareVersions).at(-1);
         if (earlier.includes(manifest.version)) {
           throw new ProblemError(
             409,
@@ -182,7 +190,12 @@ export function createMiniAppService(deps: { db: Db; clock: Clock; blobs: BlobSt
           // The app's row is the lock publishes of one app queue on, so two cannot both go live.
           await lockApp(trx, app.id);
           const live = await findPublished(trx, app.id, version.id);
-          const newer = live.find((other) => compareVersions(other.version, version.version) > 0);
+          const newer = live.find(
+            (other) =>
+              isVersion(other.version) &&
+              isVersion(version.version) &&
+              compareVersions(other.version, version.version) > 0,
+          );
           if (newer) {
             throw new ProblemError(
               409,

@@ -3,10 +3,12 @@ import { type FileHandle, open } from 'node:fs/promises';
 import { Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { createGunzip } from 'node:zlib';
+import { describeUnstorableText, findUnstorableText } from '@svc/sdk';
 import { Ajv2020, type ErrorObject } from 'ajv/dist/2020.js';
 import { Parser, type ReadEntry } from 'tar';
 import contract from '../../../generated/openapi.json' with { type: 'json' };
 import type { components } from '../../../generated/openapi.ts';
+import { multilineTextPatternSource, textPatternSource } from '../../../generated/patterns.ts';
 import { type Problem, ProblemError } from '../http/problem.ts';
 
 export type Manifest = components['schemas']['Manifest'];
@@ -387,6 +389,13 @@ function parseManifest(body: Buffer): Manifest {
       { path: '/manifest', message: `is not valid JSON: ${message}` },
     ]);
   }
+  const unstorable = findUnstorableText(value, '/manifest');
+  if (unstorable) {
+    const message = describeUnstorableText(unstorable);
+    throw packageProblem('manifest_invalid', `${manifestName}: ${unstorable.pointer} ${message}.`, [
+      { path: unstorable.pointer, message },
+    ]);
+  }
   if (!validateManifest(value)) {
     const errors = (validateManifest.errors ?? []).map(fieldError);
     const listed = errors.map((error) => `${error.path} ${error.message}`).join('; ');
@@ -422,8 +431,13 @@ function fieldError(error: ErrorObject): FieldError {
       message: `must be one of ${params.allowedValues.join(', ')}`,
     };
   }
+  if (error.keyword === 'pattern' && textRules.has(String(params.pattern))) {
+    return { path: `/manifest${error.instancePath}`, message: 'must not hold control characters' };
+  }
   return { path: `/manifest${error.instancePath}`, message: error.message ?? 'is not valid' };
 }
+
+const textRules = new Set([textPatternSource, multilineTextPatternSource]);
 
 function pointerSegment(name: unknown): string {
   return String(name).replaceAll('~', '~0').replaceAll('/', '~1');

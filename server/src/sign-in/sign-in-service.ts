@@ -38,7 +38,8 @@ export function challengeMessage(fields: {
 }
 
 export interface SignInService {
-  createChallenge(publicKeyLine: string, address: string): Promise<LoginChallenge>;
+  /** `requestHost`: the Host the client called, which picks the audience among the service's own names. */
+  createChallenge(publicKeyLine: string, address: string, requestHost?: string): Promise<LoginChallenge>;
   exchange(challengeId: string, signature: string, address: string): Promise<MintedToken>;
 }
 
@@ -48,12 +49,12 @@ export function createSignInService(deps: {
   tokens: TokenService;
   failures: FailureLimit;
   /** The service's public base URL, the audience every challenge is bound to. */
-  audience: () => string;
+  audience: (requestHost?: string) => string;
 }): SignInService {
   const { db, clock, tokens, failures } = deps;
 
   return {
-    async createChallenge(publicKeyLine, address) {
+    async createChallenge(publicKeyLine, address, requestHost) {
       const key = parseEd25519KeyLine(publicKeyLine);
       await failures.assertAllowed([`key:${key.fingerprint}`, `ip:${address}`]);
       const now = clock();
@@ -63,7 +64,7 @@ export function createSignInService(deps: {
       const message = challengeMessage({
         challengeId,
         nonce: randomBytes(32).toString('base64url'),
-        audience: deps.audience(),
+        audience: deps.audience(requestHost),
         fingerprint: key.fingerprint,
         expiresAt,
       });

@@ -1,5 +1,6 @@
 /** Small HTTP helpers for tests: JSON in, status and JSON out, from any loopback address. */
 import { request } from 'node:http';
+import { connect } from 'node:net';
 
 export interface Reply {
   status: number;
@@ -43,5 +44,37 @@ export function call(base: string, method: string, path: string, options: CallOp
     });
     req.on('error', reject);
     req.end(payload);
+  });
+}
+
+export interface RawReply {
+  status: number;
+  headers: Record<string, string>;
+  body: string;
+}
+
+/**
+ * Sends `bytes` as they are over a fresh TCP connection and reads the answer until the server
+ * closes it: for requests that no HTTP client library would send.
+ */
+export function rawExchange(base: string, bytes: string | Buffer): Promise<RawReply> {
+  const { hostname, port } = new URL(base);
+  return new Promise((resolve, reject) => {
+    const socket = connect({ host: hostname, port: Number(port) }, () => socket.end(bytes));
+    const chunks: Buffer[] = [];
+    socket.on('data', (chunk: Buffer) => chunks.push(chunk));
+    socket.on('error', reject);
+    socket.on('close', () => {
+      const text = Buffer.concat(chunks).toString('utf8');
+      const [head = '', ...rest] = text.split('\r\n\r\n');
+      const [statusLine = '', ...headerLines] = head.split('\r\n');
+      const headers = Object.fromEntries(
+        headerLines.map((line) => {
+          const colon = line.indexOf(':');
+          return [line.slice(0, colon).trim().toLowerCase(), line.slice(colon + 1).trim()];
+        }),
+      );
+      resolve({ status: Number(statusLine.split(' ')[1] ?? 0), headers, body: rest.join('\r\n\r\n') });
+    });
   });
 }

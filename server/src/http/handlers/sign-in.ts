@@ -6,7 +6,7 @@ export function signInHandlers({ signIn }: Services) {
   return {
     createLoginChallenge: async ({ body }, { req }) => ({
       status: 201,
-      body: await signIn.createChallenge(body.public_key, req.ip ?? 'unknown'),
+      body: await signIn.createChallenge(body.public_key, req.ip ?? 'unknown', req.get('host')),
     }),
 
     createAccessToken: async ({ body }, { req }) => {
