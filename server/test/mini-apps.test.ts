@@ -1,12 +1,15 @@
 import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
 import { readdirSync } from 'node:fs';
 import { request } from 'node:http';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import { gzipSync } from 'node:zlib';
 import { type Developer, signUpDeveloper } from './support/accounts.ts';
 import { call } from './support/http.ts';
 import { makePackage, manifestFor, type TestPackage } from './support/packages.ts';
 import { startTestService, type TestService } from './support/service.ts';
+import { paxRecords, tarArchive } from './support/tar-writer.ts';
 
 describe('publishing mini-apps', () => {
   let service: TestService;
@@ -271,6 +274,27 @@ describe('publishing mini-apps', () => {
     assert.equal(noEntry.body.code, 'entry_missing');
     const mine = await call(url, 'GET', '/api/v1/mini-apps/mine', { token: developer.token });
     assert.ok(!mine.body.mini_apps.some((a: { id: string }) => a.id === 'com.example.broken'));
+  });
+
+  test('when a global pax header would move every entry out of the folder then submit is 422 and nothing is listed', async () => {
+    const manifest = JSON.stringify(manifestFor('com.example.escape', '1.0.0'));
+    const tar = tarArchive([
+      { path: 'pax_global_header', type: 'g', body: paxRecords({ path: '../../evil' }) },
+      { path: 'manifest.json', body: manifest },
+      { path: 'index.html', body: '<h1>hello</h1>' },
+    ]);
+    const bytes = gzipSync(tar);
+    const pkg = {
+      path: '',
+      bytes,
+      size: bytes.length,
+      sha256: createHash('sha256').update(bytes).digest('hex'),
+    };
+    const reply = await publish(developer, pkg);
+    assert.equal(reply.status, 422, JSON.stringify(reply.body));
+    assert.equal(reply.body.code, 'unsafe_path');
+    const mine = await call(url, 'GET', '/api/v1/mini-apps/mine', { token: developer.token });
+    assert.ok(!mine.body.mini_apps.some((a: { id: string }) => a.id === 'com.example.escape'));
   });
 
   test('when an upload is submitted twice then the second is 409', async () => {

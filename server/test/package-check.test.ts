@@ -10,6 +10,7 @@ import { ProblemError } from '../src/http/problem.ts';
 import { type CheckedPackage, checkPackage, type PackageLimits } from '../src/mini-apps/package-check.ts';
 import {
   endOfArchive,
+  paxRecords,
   type TarEntry,
   tarArchive,
   tarEntry,
@@ -286,6 +287,115 @@ describe('package check', () => {
     test('then a file with entries inside it is refused as unsafe_path', async () => {
       const problem = await refusal(handWritten(withValidApp({ path: 'index.html/inner.js', body: 'x' })));
       assert.equal(problem.code, 'unsafe_path');
+    });
+  });
+
+  describe('when a header renames entries, as some readers see it and others do not', () => {
+    /** A header of this typeflag (`g`, `x`, `L`, `K`) with this body, before the entries it applies to. */
+    const meta = (type: string, body: string | Buffer): TarEntry => ({ path: '././@LongLink', type, body });
+    const pax = (records: Record<string, string>) => paxRecords(records);
+    const manifestEntry = { path: 'manifest.json', body: manifestJson };
+    const indexEntry = { path: 'index.html', body: indexHtml };
+
+    for (const [what, path] of [
+      ['..', '../../evil'],
+      ['an absolute path', '/tmp/evil'],
+      ['a NUL', 'evil\u0000.html'],
+    ] as const) {
+      test(`then a global pax path with ${what} before the app is refused`, async () => {
+        const problem = await refusal(handWritten([meta('g', pax({ path })), manifestEntry, indexEntry]));
+        assert.match(problem.code, /^unsafe_(path|entry)$/);
+      });
+
+      test(`then a per-entry pax path with ${what} is refused as unsafe_path`, async () => {
+        const problem = await refusal(
+          handWritten(withValidApp({ path: 'app.js', body: 'x', pax: { path } })),
+        );
+        assert.equal(problem.code, 'unsafe_path');
+      });
+
+      test(`then a GNU long name (L) with ${what} is refused as unsafe_path`, async () => {
+        const problem = await refusal(
+          handWritten(withValidApp(meta('L', `${path}\u0000`), { path: 'app.js', body: 'x' })),
+        );
+        assert.equal(problem.code, 'unsafe_path');
+      });
+
+      test(`then a GNU long link name (K) with ${what} is refused`, async () => {
+        const problem = await refusal(
+          handWritten(withValidApp(meta('K', `${path}\u0000`), { path: 'app.js', body: 'x' })),
+        );
+        assert.match(problem.code, /^unsafe_(path|link)$/);
+      });
+    }
+
+    test('then a global pax header setting anything but a comment is refused, even a harmless-looking path', async () => {
+      for (const records of [{ path: 'index.html' }, { size: '1' }, { uid: '0' }] as Record<
+        string,
+        string
+      >[]) {
+        const problem = await refusal(handWritten([meta('g', pax(records)), manifestEntry, indexEntry]));
+        assert.equal(problem.code, 'unsafe_entry', JSON.stringify(records));
+        assert.match(problem.message, /global pax header/);
+      }
+    });
+
+    test('then a pax record node-tar would skip (a line break in its value) is refused', async () => {
+      // node-tar splits on line breaks and drops the record; GNU tar reads the whole value.
+      const record = Buffer.from('29 path=ok.html\n../../evil.h\n');
+      assert.equal(record.length, 29);
+      const problem = await refusal(
+        handWritten(withValidApp(meta('x', record), { path: 'app.js', body: 'x' })),
+      );
+      assert.match(problem.code, /^unsafe_(path|entry)$/);
+    });
+
+    test('then a pax header with a length that does not match its record is refused', async () => {
+      const problem = await refusal(
+        handWritten(withValidApp(meta('x', '99 path=app.js\n'), { path: 'app.js', body: 'x' })),
+      );
+      assert.equal(problem.code, 'unsafe_entry');
+    });
+
+    test('then pax records that reshape an entry (sparse files, header charset, link targets) are refused', async () => {
+      for (const records of [
+        { 'GNU.sparse.name': '../../evil' },
+        { hdrcharset: 'BINARY' },
+        { linkpath: 'index.html' },
+      ] as Record<string, string>[]) {
+        const problem = await refusal(handWritten(withValidApp({ path: 'app.js', body: 'x', pax: records })));
+        assert.match(problem.code, /^unsafe_(entry|link)$/, JSON.stringify(records));
+      }
+    });
+
+    test('then a package made by git archive (a global pax header with only the commit id) passes', async () => {
+      const repo = validApp();
+      const git = (...args: string[]) =>
+        execFileSync('git', ['-C', repo, ...args], {
+          env: {
+            ...process.env,
+            GIT_AUTHOR_NAME: 't',
+            GIT_AUTHOR_EMAIL: 't@example.com',
+            GIT_COMMITTER_NAME: 't',
+            GIT_COMMITTER_EMAIL: 't@example.com',
+          },
+        });
+      git('init', '-q');
+      git('add', '.');
+      git('commit', '-q', '-m', 'app');
+      const path = scratch('package.tar.gz');
+      git('archive', '--format=tar.gz', '-o', path, 'HEAD');
+      const checked = await check(path);
+      assert.equal(checked.manifest.id, manifest.id);
+    });
+
+    test('then GNU and POSIX long names of safe paths pass', async () => {
+      const long = `${'folder-with-a-long-name/'.repeat(5)}app.js`;
+      for (const format of ['gnu', 'posix']) {
+        const app = appFolder({ 'manifest.json': manifestJson, 'index.html': indexHtml, [long]: 'x' });
+        const checked = await check(systemTar(`--format=${format}`, '-C', app, '.'));
+        assert.equal(checked.manifest.id, manifest.id, format);
+      }
     });
   });
 

@@ -129,7 +129,14 @@ async function readPackage(
       );
     }
   };
-  parser.on('meta', afterZeroBlock);
+  parser.on('meta', (body: string) => {
+    afterZeroBlock();
+    try {
+      checkMetaBody(body);
+    } catch (error) {
+      refuse(error);
+    }
+  });
   parser.on('ignoredEntry', (entry: ReadEntry) => {
     afterZeroBlock();
     refuse(
@@ -257,6 +264,7 @@ class PackageContents {
         `The package has more than ${this.#limits.maxEntries} entries.`,
       );
     }
+    checkEntryNames(entry);
     const path = packagePath(entry.path);
     const type = entry.type;
     if (type === 'SymbolicLink' || type === 'Link') {
@@ -339,6 +347,114 @@ class PackageContents {
     }
     return { manifest, entries: this.#entries, unpackedBytes: this.#unpackedBytes };
   }
+}
+
+/**
+ * Tar readers disagree on the headers that rename an entry: node-tar ignores a global pax `path`
+ * that GNU tar and Python's tarfile apply to every entry after it, skips a pax record with a line
+ * break in its value that others keep, and cuts a name at a NUL that others may not. So every name
+ * any reader could use is checked, and headers whose reading differs are refused.
+ */
+function checkEntryNames(entry: ReadEntry): void {
+  if (entry.linkpath !== undefined && entry.type !== 'SymbolicLink' && entry.type !== 'Link') {
+    throw packageProblem('unsafe_path', `${shown(entry.path)} carries a link target, but is not a link.`);
+  }
+  const global = entry.globalExtended;
+  if (global) {
+    // `git archive` writes one holding only `comment` (the commit id), which names nothing.
+    const settings = globalPaxSettings.filter((key) => global[key] !== undefined);
+    if (settings.length > 0) {
+      throw packageProblem(
+        'unsafe_entry',
+        `The package has a global pax header setting ${settings.join(', ')} for every entry after it, ` +
+          'which tar readers apply differently: pack the app with `svc publish` or plain `tar`.',
+      );
+    }
+  }
+}
+
+// What a global pax header may set besides `comment`, each refused.
+const globalPaxSettings = [
+  'path',
+  'linkpath',
+  'size',
+  'mtime',
+  'atime',
+  'ctime',
+  'uid',
+  'gid',
+  'uname',
+  'gname',
+  'charset',
+  'dev',
+  'ino',
+  'nlink',
+  'mode',
+] as const;
+
+/**
+ * The body of a pax header (`<length> <key>=<value>\n` records) or of a GNU long name or link
+ * name, before the entry it applies to. Unknown pax keys that can rename or reshape an entry
+ * (`GNU.sparse.*`, `hdrcharset`, …) are refused; only the keys below pass.
+ */
+function checkMetaBody(body: string): void {
+  const text = body.replace(/\0+$/, '');
+  if (text.includes('\0')) {
+    throw packageProblem(
+      'unsafe_path',
+      'A pax or long-name header holds a NUL, where tar readers cut names differently.',
+    );
+  }
+  // A long name has no line break (it would be refused as a name); every pax record ends with one.
+  if (!text.includes('\n')) {
+    packagePath(text);
+    return;
+  }
+  for (const [key, value] of paxRecordsOf(text)) {
+    if (key === 'path') packagePath(value);
+    else if (key === 'linkpath') {
+      throw packageProblem(
+        'unsafe_link',
+        `A pax header names a link target (${shown(value)}): packages may hold only files and folders.`,
+      );
+    } else if (!allowedPaxKey(key)) {
+      throw packageProblem(
+        'unsafe_entry',
+        `A pax header holds the record ${shown(key)}, which packages may not use.`,
+      );
+    }
+  }
+}
+
+function allowedPaxKey(key: string): boolean {
+  return (
+    ['size', 'mtime', 'atime', 'ctime', 'uid', 'gid', 'uname', 'gname', 'comment', 'charset'].includes(key) ||
+    /^(SCHILY|LIBARCHIVE)\.xattr\./.test(key) ||
+    /^SCHILY\.(dev|ino|nlink|fflags)$/.test(key) ||
+    key === 'LIBARCHIVE.creationtime'
+  );
+}
+
+/** The records of a pax header, read as POSIX writes them: any other shape is refused. */
+function paxRecordsOf(text: string): [string, string][] {
+  const bytes = Buffer.from(text);
+  const records: [string, string][] = [];
+  const malformed = () =>
+    packageProblem('unsafe_entry', 'A pax header is malformed, and tar readers read it differently.');
+  let at = 0;
+  while (at < bytes.length) {
+    const space = bytes.indexOf(0x20, at);
+    const digits = space < 0 ? '' : bytes.subarray(at, space).toString('latin1');
+    if (!/^[1-9]\d{0,7}$/.test(digits)) throw malformed();
+    const end = at + Number(digits);
+    if (end > bytes.length || bytes[end - 1] !== 0x0a) throw malformed();
+    const record = bytes.subarray(space + 1, end - 1).toString('utf8');
+    const equals = record.indexOf('=');
+    if (equals <= 0) throw malformed();
+    records.push([record.slice(0, equals), record.slice(equals + 1)]);
+    at = end;
+  }
+  return records;
 }
 
 /** The path an entry unpacks to, relative to the package root with `.` and empty segments dropped. */
