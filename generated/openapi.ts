@@ -90,6 +90,31 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/account/admin-claims": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Claim the admin role with the operator's one-time code
+         * @description An account becomes an admin only when both hold: its email is listed in the service's
+         *     `SVC_ADMIN_EMAILS`, and it has claimed the role with the one-time code that the service
+         *     prints when it starts (`npm start`) for each listed email not yet claimed. Emails are not
+         *     verified and sign-up may be open, so the email alone proves nothing; the code, which only
+         *     the operator sees, does. A code is for one email, works once, and expires after 24 hours or
+         *     when the service prints a new one.
+         */
+        post: operations["claimAdmin"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/dev/me": {
         parameters: {
             query?: never;
@@ -763,7 +788,7 @@ export interface components {
             /** Format: email */
             email: string;
             name: string;
-            /** @description `developer` for everyone; `admin` for the accounts the operator lists. */
+            /** @description `developer` for everyone; `admin` for an account whose email the operator lists in `SVC_ADMIN_EMAILS` and that has claimed the role with the operator's one-time code. */
             roles: ("developer" | "admin")[];
             /** Format: date-time */
             created_at: string;
@@ -780,6 +805,16 @@ export interface components {
             /** Format: email */
             email: string;
             password: string & components["schemas"]["Text"];
+        };
+        /**
+         * AdminClaimRequest
+         * @description The one-time admin code the service printed for the signed-in account's email.
+         * @example {
+         *       "code": "svcadmin_3q2-7wEXAMPLEEXAMPLEEXAMPLEEXAMPLEEXAMPLE01"
+         *     }
+         */
+        AdminClaimRequest: {
+            code: string;
         };
         /**
          * DeveloperIdentity
@@ -1800,6 +1835,37 @@ export interface operations {
             422: components["responses"]["UnprocessableEntity"];
             426: components["responses"]["UpgradeRequired"];
             429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    claimAdmin: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AdminClaimRequest"];
+            };
+        };
+        responses: {
+            /** @description The account, now with the admin role. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Account"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["UnprocessableEntity"];
+            426: components["responses"]["UpgradeRequired"];
             503: components["responses"]["ServiceUnavailable"];
         };
     };

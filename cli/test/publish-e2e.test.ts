@@ -60,6 +60,14 @@ describe('publishing with svc, end to end', () => {
         body: { email: 'reviewer@example.com', password },
       })
     ).body.access_token;
+    // The reviewer claims the role with the code the service printed for the operator.
+    const adminCode = /reviewer@example\.com\s+(svcadmin_\S+)/.exec(service.banner)?.[1];
+    assert.ok(adminCode, service.banner);
+    const claimed = await call(service.url, 'POST', '/api/v1/account/admin-claims', {
+      token: adminToken,
+      body: { code: adminCode },
+    });
+    assert.equal(claimed.status, 200, JSON.stringify(claimed.body));
     assert.equal(
       (
         await call(service.url, 'POST', '/api/v1/dev/keys', {

@@ -7,6 +7,7 @@ import { readFileSync } from 'node:fs';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import express from 'express';
+import type { AdminCode } from './accounts/admin-codes.ts';
 import { type Clock, systemClock } from './clock.ts';
 import type { Config } from './config.ts';
 import { bearerAuthenticator } from './http/authenticate.ts';
@@ -36,6 +37,8 @@ export interface AppDependencies {
 
 export interface RunningApp {
   url: string;
+  /** One-time codes for the listed admin emails not yet claimed: for the operator's eyes only. */
+  adminCodes: AdminCode[];
 }
 
 export function createApp(config: Config, deps: AppDependencies = {}) {
@@ -87,6 +90,7 @@ export function createApp(config: Config, deps: AppDependencies = {}) {
     async start(): Promise<RunningApp> {
       await migrateToLatest(db);
       await ensureSigningKey(db, clock);
+      const adminCodes = await services.adminCodes.issue();
       server = app.listen(config.port, config.host);
       answerParserErrors(server);
       // A package upload may take as long as its URL lives; Node's default cuts requests at 5 minutes.
@@ -97,7 +101,7 @@ export function createApp(config: Config, deps: AppDependencies = {}) {
       const { port } = server.address() as AddressInfo;
       const host = config.host.includes(':') ? `[${config.host}]` : config.host;
       listeningUrl = `http://${host}:${port}`;
-      return { url: listeningUrl };
+      return { url: listeningUrl, adminCodes };
     },
     /** Stops taking connections, lets in-flight requests finish, then closes the store. */
     async stop(): Promise<void> {

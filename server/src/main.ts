@@ -1,5 +1,6 @@
 /** `npm start`: the service in one process, embedded storage unless DATABASE_URL says otherwise. */
 import { join } from 'node:path';
+import type { AdminCode } from './accounts/admin-codes.ts';
 import { createApp } from './app.ts';
 import { ConfigError, loadConfig } from './config.ts';
 import { createLogger } from './logger.ts';
@@ -20,7 +21,7 @@ async function main(): Promise<void> {
   }
   const logger = createLogger();
   const service = createApp(config, { logger, docsDir });
-  const { url } = await service.start();
+  const { url, adminCodes } = await service.start();
   const publicUrl = config.publicUrl ?? url;
   const store = describeStore({
     databaseUrl: config.databaseUrl,
@@ -33,6 +34,7 @@ async function main(): Promise<void> {
       `  docs      ${publicUrl}/docs`,
       `  contract  ${publicUrl}/openapi.json`,
       `  data      ${config.databaseUrl ? store : config.dataDir} (${store.split(' ')[0]})`,
+      ...adminCodeLines(publicUrl, adminCodes),
       `Stop with Ctrl-C.`,
       '',
     ].join('\n'),
@@ -56,6 +58,21 @@ async function main(): Promise<void> {
   };
   process.on('SIGINT', () => shutdown('SIGINT'));
   process.on('SIGTERM', () => shutdown('SIGTERM'));
+}
+
+/**
+ * The operator's one-time admin codes: printed here (never logged) because only the operator sees
+ * this terminal, and that is what makes a code proof that its user was made an admin on purpose.
+ */
+function adminCodeLines(publicUrl: string, codes: AdminCode[]): string[] {
+  if (codes.length === 0) return [];
+  return [
+    'Admin codes, one use each, valid 24 hours (a restart prints new ones):',
+    ...codes.map(({ email, code }) => `  ${email}  ${code}`),
+    `  Sign in as that account (it may sign up first), then claim the role:`,
+    `  curl -X POST ${publicUrl}/api/v1/account/admin-claims -H "Authorization: Bearer $TOKEN" \\`,
+    `    -H 'content-type: application/json' -d '{"code":"<the code>"}'`,
+  ];
 }
 
 await main();

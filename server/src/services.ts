@@ -1,5 +1,6 @@
 /** The service layer, wired once per app from its store, config and clock. */
 import { createAccountService } from './accounts/account-service.ts';
+import { createAdminCodeService } from './accounts/admin-codes.ts';
 import { createTokenService } from './auth/token-service.ts';
 import type { Clock } from './clock.ts';
 import type { Config } from './config.ts';
@@ -30,6 +31,7 @@ export function createServices(deps: {
     tokens,
     failures,
     accounts: createAccountService(db, config, clock),
+    adminCodes: createAdminCodeService(db, config, clock),
     keys: createKeyService(db, clock, () => tokens.forgetCached()),
     signIn: createSignInService({ db, clock, tokens, failures, audience: deps.audience }),
     uploads: createUploadService({ db, config, clock, blobs, baseUrl: () => deps.audience() }),

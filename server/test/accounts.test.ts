@@ -90,9 +90,90 @@ describe('accounts', () => {
     service.clock.advance(61_000);
   });
 
-  test('when an admin email signs up then the account has the admin role', async () => {
-    const made = await signUp('Root@Example.com');
-    assert.deepEqual(made.body.roles, ['developer', 'admin']);
+  describe('admins', () => {
+    const me = async (token: string) =>
+      (await call(url, 'GET', '/api/v1/dev/me', { token })).body.account.roles as string[];
+    const claim = (token: string, code: string) =>
+      call(url, 'POST', '/api/v1/account/admin-claims', { token, body: { code } });
+    const codeFor = (email: string) => service.adminCodes.find((c) => c.email === email)?.code ?? '';
+
+    test('when the service starts then it has a one-time code for each listed email, and for no other', () => {
+      assert.deepEqual(
+        service.adminCodes.map((c) => c.email),
+        ['root@example.com'],
+      );
+      assert.match(codeFor('root@example.com'), /^svcadmin_[A-Za-z0-9_-]{43}$/);
+    });
+
+    test('when anyone signs up with a listed admin email, in any case, then the account is no admin', async () => {
+      const made = await signUp('ROOT@Example.COM');
+      assert.equal(made.status, 201, JSON.stringify(made.body));
+      assert.deepEqual(made.body.roles, ['developer']);
+      const session = await signIn('root@example.com');
+      assert.deepEqual(await me(session.body.access_token), ['developer']);
+      const queue = await call(url, 'GET', '/api/v1/admin/review-queue', {
+        token: session.body.access_token,
+      });
+      assert.equal(queue.status, 403);
+    });
+
+    test('when a wrong code, or the code of another email, is claimed then 422 and the role stays away', async () => {
+      const root = (await signIn('root@example.com')).body.access_token;
+      const wrong = await claim(root, `svcadmin_${'A'.repeat(43)}`);
+      assert.equal(wrong.status, 422);
+      assert.equal(wrong.body.code, 'admin_code_invalid');
+      const other = (await signUp('other@example.com')).status === 201 && (await signIn('other@example.com'));
+      assert.ok(other);
+      const stolen = await claim(other.body.access_token, codeFor('root@example.com'));
+      assert.equal(stolen.status, 422);
+      assert.match(stolen.body.detail, /SVC_ADMIN_EMAILS/);
+      assert.deepEqual(await me(root), ['developer']);
+    });
+
+    test('when the listed account claims its code then it is an admin at once, and the code works only once', async () => {
+      const root = (await signIn('root@example.com')).body.access_token;
+      const claimed = await claim(root, codeFor('root@example.com'));
+      assert.equal(claimed.status, 200, JSON.stringify(claimed.body));
+      assert.deepEqual(claimed.body.roles, ['developer', 'admin']);
+      assert.deepEqual(await me(root), ['developer', 'admin']);
+      assert.equal((await call(url, 'GET', '/api/v1/admin/review-queue', { token: root })).status, 200);
+      assert.equal((await claim(root, codeFor('root@example.com'))).status, 422);
+    });
+
+    test('when the service restarts then a claimed admin gets no new code and stays admin', async () => {
+      const again = await startTestService(
+        { SVC_ADMIN_EMAILS: 'root@example.com,new@example.com' },
+        { store: service.store },
+      );
+      try {
+        assert.deepEqual(
+          again.adminCodes.map((c) => c.email),
+          ['new@example.com'],
+        );
+        const root = await call(again.url, 'POST', '/api/v1/account/sessions', {
+          body: { email: 'root@example.com', password },
+        });
+        const roles = (await call(again.url, 'GET', '/api/v1/dev/me', { token: root.body.access_token })).body
+          .account.roles;
+        assert.deepEqual(roles, ['developer', 'admin']);
+      } finally {
+        await again.stop();
+      }
+    });
+
+    test('when the operator takes the email off the list then the claimed account is no admin any more', async () => {
+      const unlisted = await startTestService({}, { store: service.store });
+      try {
+        const root = await call(unlisted.url, 'POST', '/api/v1/account/sessions', {
+          body: { email: 'root@example.com', password },
+        });
+        const roles = (await call(unlisted.url, 'GET', '/api/v1/dev/me', { token: root.body.access_token }))
+          .body.account.roles;
+        assert.deepEqual(roles, ['developer']);
+      } finally {
+        await unlisted.stop();
+      }
+    });
   });
 
   test('when sign-up is closed then 403 and no account is made', async () => {

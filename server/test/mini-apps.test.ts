@@ -5,7 +5,7 @@ import { request } from 'node:http';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { gzipSync } from 'node:zlib';
-import { type Developer, signUpDeveloper } from './support/accounts.ts';
+import { type Developer, signUpAdmin, signUpDeveloper } from './support/accounts.ts';
 import { call } from './support/http.ts';
 import { makePackage, manifestFor, type TestPackage } from './support/packages.ts';
 import { startTestService, type TestService } from './support/service.ts';
@@ -24,7 +24,7 @@ describe('publishing mini-apps', () => {
     });
     url = service.url;
     developer = await signUpDeveloper(url);
-    admin = await signUpDeveloper(url, 'reviewer@example.com');
+    admin = await signUpAdmin(service, 'reviewer@example.com');
   });
   after(() => service.stop());
 

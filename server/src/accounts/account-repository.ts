@@ -7,9 +7,14 @@ export interface AccountRow {
   name: string;
   password_hash: string | null;
   created_at: Date;
+  /** When the account redeemed an admin code; the role also needs its email in SVC_ADMIN_EMAILS. */
+  admin_claimed_at: Date | null;
 }
 
-export async function insertAccount(db: Db, row: AccountRow): Promise<AccountRow | undefined> {
+export async function insertAccount(
+  db: Db,
+  row: Omit<AccountRow, 'admin_claimed_at'>,
+): Promise<AccountRow | undefined> {
   const [inserted] = await db<AccountRow>('accounts').insert(row).onConflict('email').ignore().returning('*');
   return inserted;
 }

@@ -15,19 +15,16 @@ export function normalizeEmail(email: string): string {
   return email.trim().toLowerCase();
 }
 
-export function rolesOf(email: string, config: Pick<Config, 'adminEmails'>): Account['roles'] {
-  return config.adminEmails.has(email) ? ['developer', 'admin'] : ['developer'];
-}
-
+/** `admin`: what `isAdmin` (admin-codes.ts) says of the account. */
 export function toApiAccount(
   row: Pick<AccountRow, 'id' | 'email' | 'name' | 'created_at'>,
-  config: Config,
+  admin: boolean,
 ): Account {
   return {
     id: row.id,
     email: row.email,
     name: row.name,
-    roles: rolesOf(row.email, config),
+    roles: admin ? ['developer', 'admin'] : ['developer'],
     created_at: row.created_at.toISOString(),
   };
 }

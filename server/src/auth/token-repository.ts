@@ -16,6 +16,7 @@ export interface TokenWithAccount extends TokenRow {
   email: string;
   name: string;
   account_created_at: Date;
+  admin_claimed_at: Date | null;
   key_fingerprint: string | null;
 }
 
@@ -33,6 +34,7 @@ export async function findTokenByHash(db: Db, tokenHash: string): Promise<TokenW
       'a.email',
       'a.name',
       'a.created_at as account_created_at',
+      'a.admin_claimed_at',
       'k.fingerprint as key_fingerprint',
     );
 }

@@ -4,6 +4,7 @@
  * lives 5 seconds, so a token whose key was removed stops working within 5 seconds everywhere.
  */
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import { isAdmin } from '../accounts/admin-codes.ts';
 import type { Clock } from '../clock.ts';
 import type { Config } from '../config.ts';
 import type { Db } from '../store/db.ts';
@@ -42,7 +43,7 @@ function toPrincipal(row: TokenWithAccount, config: Config): Principal {
     email: row.email,
     name: row.name,
     createdAt: row.account_created_at,
-    isAdmin: config.adminEmails.has(row.email),
+    isAdmin: isAdmin(row, config),
     token: {
       id: row.id,
       source: row.source,

@@ -27,6 +27,22 @@ export async function signUpDeveloper(
   return { email, password, token: session.body.access_token, accountId: signup.body.id } as Developer;
 }
 
+/** An account listed in the service's SVC_ADMIN_EMAILS, signed up and with its admin code claimed. */
+export async function signUpAdmin(
+  service: { url: string; adminCodes: { email: string; code: string }[] },
+  email: string,
+) {
+  const admin = await signUpDeveloper(service.url, email);
+  const code = service.adminCodes.find((c) => c.email === email)?.code;
+  assert.ok(code, `the service printed no admin code for ${email}: is it in SVC_ADMIN_EMAILS?`);
+  const claimed = await call(service.url, 'POST', '/api/v1/account/admin-claims', {
+    token: admin.token,
+    body: { code },
+  });
+  assert.equal(claimed.status, 200, JSON.stringify(claimed.body));
+  return admin;
+}
+
 export async function registerKey(base: string, developer: Developer, publicKeyLine: string) {
   const added = await call(base, 'POST', '/api/v1/dev/keys', {
     token: developer.token,

@@ -55,12 +55,15 @@ export interface RawReply {
 
 /**
  * Sends `bytes` as they are over a fresh TCP connection and reads the answer until the server
- * closes it: for requests that no HTTP client library would send.
+ * closes it (so send `Connection: close` or a request it refuses): for requests that no HTTP
+ * client library would send.
  */
 export function rawExchange(base: string, bytes: string | Buffer): Promise<RawReply> {
   const { hostname, port } = new URL(base);
   return new Promise((resolve, reject) => {
-    const socket = connect({ host: hostname, port: Number(port) }, () => socket.end(bytes));
+    // Written without ending our side: Node's server drops requests in flight when the client
+    // half-closes, so the request asks for `Connection: close` and the server ends the exchange.
+    const socket = connect({ host: hostname, port: Number(port) }, () => socket.write(bytes));
     const chunks: Buffer[] = [];
     socket.on('data', (chunk: Buffer) => chunks.push(chunk));
     socket.on('error', reject);

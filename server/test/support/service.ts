@@ -3,6 +3,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { AdminCode } from '../../src/accounts/admin-codes.ts';
 import { createApp } from '../../src/app.ts';
 import { type Config, loadConfig } from '../../src/config.ts';
 import type { Logger } from '../../src/logger.ts';
@@ -25,6 +26,8 @@ export interface TestService {
   store: TestStore;
   clock: TestClock;
   logs: string[];
+  /** What `npm start` would print for the operator: one code per unclaimed admin email. */
+  adminCodes: AdminCode[];
   app: ReturnType<typeof createApp>;
   stop(): Promise<void>;
 }
@@ -45,13 +48,14 @@ export async function startTestService(
       logs.push(JSON.stringify({ message, ...fields, error: String(fields?.error) })),
   };
   const app = createApp(config, { db: store.db, clock: clock.clock, logger, docsDir: options.docsDir });
-  const { url } = await app.start();
+  const { url, adminCodes } = await app.start();
   return {
     url,
     config,
     store,
     clock,
     logs,
+    adminCodes,
     app,
     async stop() {
       await app.stop();

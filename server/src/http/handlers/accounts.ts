@@ -1,12 +1,24 @@
-/** Web-console accounts: sign-up and password sign-in. */
+/** Web-console accounts: sign-up, password sign-in, and claiming the admin role. */
+
 import { normalizeEmail, toApiAccount } from '../../accounts/account-service.ts';
+import { isAdmin } from '../../accounts/admin-codes.ts';
 import type { Services } from '../../services.ts';
 import type { Handlers } from '../bind-handlers.ts';
 import { toApiAccessToken } from './sign-in.ts';
 
-export function accountHandlers({ accounts, tokens, failures, config }: Services) {
+export function accountHandlers({ accounts, adminCodes, tokens, failures, config }: Services) {
   return {
-    signUp: async ({ body }) => ({ status: 201, body: toApiAccount(await accounts.signUp(body), config) }),
+    signUp: async ({ body }) => {
+      const account = await accounts.signUp(body);
+      return { status: 201, body: toApiAccount(account, isAdmin(account, config)) };
+    },
+
+    claimAdmin: async ({ body }, { principal }) => {
+      const account = await adminCodes.claim(principal, body.code);
+      // The cached check of this token (and any other) still says "not admin".
+      tokens.forgetCached();
+      return { status: 200, body: toApiAccount(account, isAdmin(account, config)) };
+    },
 
     createSession: async ({ body }, { req }) => {
       const succeeded = await failures.begin([

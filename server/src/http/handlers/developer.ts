@@ -16,7 +16,7 @@ export function developerHandlers({ keys, config }: Services) {
             name: principal.name,
             created_at: principal.createdAt,
           },
-          config,
+          principal.isAdmin,
         ),
         token: {
           source: principal.token.source,
