@@ -90,6 +90,71 @@ describe('accounts', () => {
     service.clock.advance(61_000);
   });
 
+  test('when ten wrong passwords for an email come from one address then that address waits, and the owner signs in from another', async () => {
+    await signUp('owner@example.com');
+    const guess = (from: string) =>
+      call(url, 'POST', '/api/v1/account/sessions', {
+        body: { email: 'owner@example.com', password: 'not the password at all' },
+        from,
+      });
+    for (let i = 0; i < 10; i += 1) assert.equal((await guess('127.0.0.20')).status, 401);
+    const blocked = await guess('127.0.0.20');
+    assert.equal(blocked.status, 429);
+    assert.ok(Number(blocked.headers['retry-after']) > 0);
+    const owner = await call(url, 'POST', '/api/v1/account/sessions', {
+      body: { email: 'owner@example.com', password },
+      from: '127.0.0.21',
+    });
+    assert.equal(owner.status, 201, JSON.stringify(owner.body));
+    service.clock.advance(16 * 60_000);
+  });
+
+  test('when wrong passwords for one account come from many addresses then the account waits, and is let in after the window', async () => {
+    await signUp('target@example.com');
+    for (let address = 30; address < 40; address += 1) {
+      for (let i = 0; i < 5; i += 1) {
+        const reply = await call(url, 'POST', '/api/v1/account/sessions', {
+          body: { email: 'target@example.com', password: 'not the password at all' },
+          from: `127.0.0.${address}`,
+        });
+        assert.equal(reply.status, 401);
+      }
+    }
+    const locked = await call(url, 'POST', '/api/v1/account/sessions', {
+      body: { email: 'target@example.com', password },
+      from: '127.0.0.41',
+    });
+    assert.equal(locked.status, 429);
+    assert.match(locked.body.detail, /for this account/);
+    service.clock.advance(16 * 60_000);
+    const later = await call(url, 'POST', '/api/v1/account/sessions', {
+      body: { email: 'target@example.com', password },
+      from: '127.0.0.41',
+    });
+    assert.equal(later.status, 201);
+  });
+
+  test('when one address makes 40 accounts at once then at most 20 are made and the rest get 429', async () => {
+    const replies = await Promise.all(
+      Array.from({ length: 40 }, (_, i) =>
+        call(url, 'POST', '/api/v1/account/signup', {
+          body: { email: `bulk-${i}@example.com`, password, name: 'Bulk' },
+          from: '127.0.0.50',
+        }),
+      ),
+    );
+    const statuses = replies.map((reply) => reply.status);
+    assert.ok(statuses.filter((status) => status === 201).length <= 20, statuses.join(' '));
+    assert.ok(statuses.filter((status) => status === 429).length >= 20, statuses.join(' '));
+    const made = await service.store.db('accounts').where('email', 'like', 'bulk-%').count({ n: '*' });
+    assert.ok(Number(made[0]?.n) <= 20);
+    const elsewhere = await call(url, 'POST', '/api/v1/account/signup', {
+      body: { email: 'elsewhere@example.com', password, name: 'Else' },
+      from: '127.0.0.51',
+    });
+    assert.equal(elsewhere.status, 201);
+  });
+
   describe('admins', () => {
     const me = async (token: string) =>
       (await call(url, 'GET', '/api/v1/dev/me', { token })).body.account.roles as string[];

@@ -1,67 +1,98 @@
 /**
- * Slows down guessing: after 10 failed sign-ins from one key or one address within a minute,
- * further attempts from it get 429 until the oldest of those failures is a minute old. Failures
- * live in the SQL store, so every replica of the API sees the same count.
+ * Slows down guessing and mass sign-up. Each attempt is recorded under subjects (`key:<fingerprint>`,
+ * `ip:<address>`, `email:<address>`, `signup:<address>`); a subject over its kind's limit within
+ * its window gets 429 until its oldest counted attempt leaves the window. The account limit
+ * (`email:`) is higher than the address limit, so that one address guessing cannot lock the
+ * account's owner out from everywhere. Attempts live in the SQL store, so every replica of the
+ * API sees the same count.
  */
 import type { Clock } from '../clock.ts';
 import { ProblemError } from '../http/problem.ts';
 import type { Db } from '../store/db.ts';
 
-export const maxFailures = 10;
-export const failureWindowMs = 60_000;
+interface Limit {
+  max: number;
+  windowMs: number;
+  /** What the 429 says was too many. */
+  what: string;
+}
+
+const minute = 60_000;
+const signInFailures = 'Too many failed sign-in attempts';
+
+export const limits = {
+  key: { max: 10, windowMs: minute, what: signInFailures },
+  ip: { max: 10, windowMs: minute, what: signInFailures },
+  email: { max: 50, windowMs: 15 * minute, what: `${signInFailures} for this account` },
+  signup: { max: 20, windowMs: 60 * minute, what: 'Too many accounts made from this address' },
+} as const satisfies Record<string, Limit>;
+
+export type Subject = `${keyof typeof limits}:${string}`;
+
+function limitOf(subject: Subject): Limit {
+  return limits[subject.slice(0, subject.indexOf(':')) as keyof typeof limits];
+}
 
 export interface FailureLimit {
-  /** Throws 429 with Retry-After when any subject (`key:…`, `ip:…`, `email:…`) is over the limit. */
-  assertAllowed(subjects: string[]): Promise<void>;
-  recordFailure(subjects: string[]): Promise<void>;
+  /** Throws 429 with Retry-After when any subject is at its limit. */
+  assertAllowed(subjects: Subject[]): Promise<void>;
+  recordFailure(subjects: Subject[]): Promise<void>;
   /**
    * Starts an attempt: it counts as a failure from the start, so that a burst of parallel guesses
    * cannot all pass the check before any of them is recorded; 429 when it is one too many. Call
    * the returned function when the attempt succeeds, to take it back.
    */
-  begin(subjects: string[]): Promise<() => Promise<void>>;
+  begin(subjects: Subject[]): Promise<() => Promise<void>>;
 }
 
 export function createFailureLimit(db: Db, clock: Clock): FailureLimit {
-  async function insertFailures(subjects: string[]): Promise<string[]> {
+  async function insertFailures(subjects: Subject[]): Promise<string[]> {
     const at = clock();
-    // Failures older than the window count for nothing: dropping them here keeps the table small.
-    await db('sign_in_failures')
-      .whereIn('subject', subjects)
-      .where('at', '<=', new Date(at.getTime() - failureWindowMs))
-      .delete();
+    // Attempts older than their window count for nothing: dropping them here keeps the table small.
+    for (const subject of subjects) {
+      await db('sign_in_failures')
+        .where({ subject })
+        .where('at', '<=', new Date(at.getTime() - limitOf(subject).windowMs))
+        .delete();
+    }
     const rows: { id: string | number }[] = await db('sign_in_failures')
       .insert(subjects.map((subject) => ({ subject, at })))
       .returning('id');
     return rows.map((row) => String(row.id));
   }
 
-  /** 429 when any subject has `allowed` or more failures in the window. */
-  async function assertUnder(subjects: string[], allowed: number): Promise<void> {
+  /** 429 when any subject has `extra` more than its limit of attempts in its window. */
+  async function assertUnder(subjects: Subject[], extra: number): Promise<void> {
     const now = clock().getTime();
-    const rows: { subject: string; failures: number | string; oldest: Date }[] = await db('sign_in_failures')
-      .select('subject')
-      .count({ failures: '*' })
-      .min({ oldest: 'at' })
-      .whereIn('subject', subjects)
-      .where('at', '>', new Date(now - failureWindowMs))
-      .groupBy('subject');
-    const over = rows.filter((row) => Number(row.failures) >= allowed);
-    if (over.length === 0) return;
-    const oldest = Math.min(...over.map((row) => new Date(row.oldest).getTime()));
-    const retryAfter = Math.max(1, Math.ceil((oldest + failureWindowMs - now) / 1000));
+    let refusal: { retryAfter: number; what: string } | undefined;
+    for (const subject of subjects) {
+      const limit = limitOf(subject);
+      const row: { failures?: number | string; oldest?: Date | null } | undefined = await db(
+        'sign_in_failures',
+      )
+        .count({ failures: '*' })
+        .min({ oldest: 'at' })
+        .where({ subject })
+        .where('at', '>', new Date(now - limit.windowMs))
+        .first();
+      if (!row?.oldest || Number(row.failures) < limit.max + extra) continue;
+      const retryAfter = Math.max(
+        1,
+        Math.ceil((new Date(row.oldest).getTime() + limit.windowMs - now) / 1000),
+      );
+      if (!refusal || retryAfter > refusal.retryAfter) refusal = { retryAfter, what: limit.what };
+    }
+    if (!refusal) return;
     throw new ProblemError(
       429,
       'rate_limited',
-      `Too many failed sign-in attempts. Try again in ${retryAfter} seconds.`,
-      {
-        headers: { 'Retry-After': String(retryAfter) },
-      },
+      `${refusal.what}. Try again in ${refusal.retryAfter} seconds.`,
+      { headers: { 'Retry-After': String(refusal.retryAfter) } },
     );
   }
 
   return {
-    assertAllowed: (subjects) => assertUnder(subjects, maxFailures),
+    assertAllowed: (subjects) => assertUnder(subjects, 0),
 
     async recordFailure(subjects) {
       await insertFailures(subjects);
@@ -70,7 +101,7 @@ export function createFailureLimit(db: Db, clock: Clock): FailureLimit {
     async begin(subjects) {
       const ids = await insertFailures(subjects);
       // This attempt is among the rows counted, so one more than the limit is allowed here.
-      await assertUnder(subjects, maxFailures + 1);
+      await assertUnder(subjects, 1);
       return async () => {
         await db('sign_in_failures').whereIn('id', ids).delete();
       };

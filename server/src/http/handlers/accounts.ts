@@ -8,7 +8,9 @@ import { toApiAccessToken } from './sign-in.ts';
 
 export function accountHandlers({ accounts, adminCodes, tokens, failures, config }: Services) {
   return {
-    signUp: async ({ body }) => {
+    signUp: async ({ body }, { req }) => {
+      // Every sign-up counts, made or refused: an address making accounts in bulk gets 429.
+      await failures.begin([`signup:${req.ip ?? 'unknown'}`]);
       const account = await accounts.signUp(body);
       return { status: 201, body: toApiAccount(account, isAdmin(account, config)) };
     },
