@@ -1121,6 +1121,8 @@ export interface components {
             latest_version: components["schemas"]["MiniAppVersion"] | null;
             /** @description The version now `published`; null when none is. */
             live_version: string | null;
+            /** @description Every version of the app, the most recently submitted first, each with its review state and reason: a removed live version is not the latest one, and its reason is read here. */
+            versions: components["schemas"]["MiniAppVersion"][];
             /** Format: date-time */
             created_at: string;
             /**

@@ -257,6 +257,7 @@ describe('svc errors a person understands', () => {
       owner_id: '0b9d6f4e-1c2a-4e5b-8f3d-7a6c5b4e3d21',
       latest_version: version,
       live_version: '1.0.0',
+      versions: [version],
       created_at: '2026-11-20T10:00:00Z',
       updated_at: '2026-11-21T11:00:00Z',
     };

@@ -30,8 +30,11 @@ describe('publishing with svc, end to end', () => {
     assert.equal(run.code, 0, run.stderr);
     return JSON.parse(run.stdout).mini_apps.find((a: { id: string }) => a.id === 'com.example.hello-car');
   };
-  const move = (token: string, versionId: string, to: string) =>
-    call(service.url, 'POST', `/api/v1/mini-apps/versions/${versionId}/transitions`, { token, body: { to } });
+  const move = (token: string, versionId: string, to: string, reason?: string) =>
+    call(service.url, 'POST', `/api/v1/mini-apps/versions/${versionId}/transitions`, {
+      token,
+      body: reason ? { to, reason } : { to },
+    });
 
   before(async () => {
     await buildCli();
@@ -196,5 +199,22 @@ describe('publishing with svc, end to end', () => {
       readdirSync(home).filter((name) => name.endsWith('.tar.gz')),
       [],
     );
+  });
+
+  test('when an admin removes the live version while a newer one waits then status shows the removal and its reason', async () => {
+    setVersion('1.4.0');
+    assert.equal((await svc(['publish', app], env)).code, 0);
+    const live = (await status()).versions.find((v: { version: string }) => v.version === '1.1.0');
+    const reason = 'Sends the location without asking.';
+    assert.equal((await move(adminToken, live.id, 'removed', reason)).status, 200);
+    const run = await svc(['status'], env);
+    assert.equal(run.code, 0, run.stderr);
+    assert.match(run.stdout, /com\.example\.hello-car\s+\S.*\s+1\.4\.0\s+submitted\s+-\s/);
+    assert.match(
+      run.stdout,
+      /com\.example\.hello-car 1\.1\.0 was removed by an admin: Sends the location without asking\./,
+    );
+    const removed = (await status()).versions.find((v: { version: string }) => v.version === '1.1.0');
+    assert.deepEqual([removed.review_state, removed.reason], ['removed', reason]);
   });
 });

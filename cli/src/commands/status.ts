@@ -32,6 +32,14 @@ export class StatusCommand extends DataCommand {
       return [app.id, app.name, latest?.version ?? '-', state, app.live_version ?? '-', app.updated_at];
     });
     this.context.stdout.write(formatTable(['APP', 'NAME', 'LATEST', 'REVIEW', 'LIVE', 'CHANGED'], rows));
+    // A live version an admin removed is no longer the latest one, so its reason has no row above.
+    for (const app of apps) {
+      for (const version of app.versions) {
+        if (version.id === app.latest_version?.id || version.review_state !== 'removed') continue;
+        const reason = version.reason ? `: ${version.reason}` : '';
+        this.context.stdout.write(`${app.id} ${version.version} was removed by an admin${reason}\n`);
+      }
+    }
     return 0;
   }
 }

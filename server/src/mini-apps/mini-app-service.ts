@@ -60,6 +60,7 @@ function toApiApp(app: MiniAppRow, versions: VersionRow[]): MiniApp {
     owner_id: app.owner_id,
     latest_version: latest ? toApiVersion(latest) : null,
     live_version: versions.find((v) => v.review_state === 'published')?.version ?? null,
+    versions: versions.map(toApiVersion),
     created_at: app.created_at.toISOString(),
     updated_at: app.updated_at.toISOString(),
   };
