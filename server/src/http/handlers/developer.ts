@@ -4,7 +4,7 @@ import type { Services } from '../../services.ts';
 import { toApiSshKey } from '../../ssh-keys/key-service.ts';
 import type { Handlers } from '../bind-handlers.ts';
 
-export function developerHandlers({ keys, config }: Services) {
+export function developerHandlers({ keys }: Services) {
   return {
     getMe: (_request, { principal }) => ({
       status: 200,
