@@ -18,7 +18,7 @@ export abstract class BaseCommand extends Command<SvcContext> {
     const { stderr, env } = this.context;
     if (error instanceof CliError) {
       this.failure = error.exitCode;
-      stderr.write(`svc: ${error.message}\n`);
+      if (error.message) stderr.write(`svc: ${error.message}\n`);
     } else if (error instanceof UsageError) {
       this.failure = ExitCode.usage;
       stderr.write(`svc: ${error.message}\n`);

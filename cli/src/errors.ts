@@ -4,6 +4,8 @@ export const ExitCode = {
   failure: 1,
   usage: 2,
   authenticationNeeded: 4,
+  /** Ctrl-C: 128 + SIGINT, as shells report it. */
+  cancelled: 130,
 } as const;
 
 /** A failure the user can act on: printed as `svc: <message>`, no stack. */
@@ -14,6 +16,13 @@ export class CliError extends Error {
   constructor(message: string, exitCode: number = ExitCode.failure) {
     super(message);
     this.exitCode = exitCode;
+  }
+}
+
+/** The user pressed Ctrl-C: nothing more to say than what `message` adds (may be empty). */
+export class Cancelled extends CliError {
+  constructor(message = '') {
+    super(message, ExitCode.cancelled);
   }
 }
 

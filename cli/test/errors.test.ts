@@ -35,6 +35,14 @@ describe('svc errors a person understands', () => {
     },
     token: { source: 'web_session', expires_at: '2026-11-21T11:00:00Z' },
   };
+  const lastKey = {
+    type: 'ssh-ed25519',
+    fingerprint: 'SHA256:x',
+    title: 'laptop',
+    public_key: 'ssh-ed25519 AAAA',
+    created_at: '2026-11-21T09:00:00Z',
+    last_used_at: null,
+  };
   const problem = (status: number, code: string, detail: string): Reply => ({
     status,
     body: { type: `/problems/${code}`, title: code, status, detail, code },
@@ -282,7 +290,16 @@ describe('svc errors a person understands', () => {
     assert.equal(seen.length, before);
   });
 
-  test('when the last key is removed then svc warns that a new one must be registered to sign in again', async () => {
+  test('when the last key is removed without --yes and no terminal then exit 2, nothing is removed, and --yes is named', async () => {
+    const id = '3c1e2d4f-5a6b-4c7d-8e9f-0a1b2c3d4e5f';
+    reply = { status: 200, body: { keys: [{ ...lastKey, id }] } };
+    const run = await svc(['keys', 'remove', id], env());
+    assert.equal(run.code, 2, run.stderr);
+    assert.match(run.stderr, /is your last key: without it `svc login` cannot work .* Run again with --yes/);
+    assert.ok(!paths.includes(`DELETE /api/v1/dev/keys/${id}`), 'nothing was removed');
+  });
+
+  test('when the last key is removed with --yes then it is gone, and svc says how to sign in again', async () => {
     const id = '3c1e2d4f-5a6b-4c7d-8e9f-0a1b2c3d4e5f';
     const key = {
       id,
@@ -294,9 +311,12 @@ describe('svc errors a person understands', () => {
       last_used_at: null,
     };
     reply = { status: 200, body: { keys: [key] } };
-    const run = await svc(['keys', 'remove', id], env());
+    const run = await svc(['keys', 'remove', id, '--yes'], env());
     assert.equal(run.code, 0, run.stderr);
-    assert.match(run.stderr, /That was your last key/);
+    assert.match(
+      run.stderr,
+      /That was your last key\. To sign in again, register a new public key .* then run `svc login`/,
+    );
     assert.ok(paths.includes(`DELETE /api/v1/dev/keys/${id}`));
   });
 

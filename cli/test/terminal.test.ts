@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
@@ -30,10 +32,69 @@ describe('svc on a terminal', () => {
     assert.match(screen, /cannot reach the svc service/);
   });
 
+  test('when Ctrl-C is pressed at the passphrase prompt then svc stops quietly with 130', async () => {
+    const { code, screen } = await onTerminal(['login', '--key', key.path], env(), '\u0003');
+    assert.equal(code, 130, screen);
+    assert.doesNotMatch(screen, /went wrong|cancelled/);
+  });
+
   test('when the typed passphrase is wrong then it says so', async () => {
     const { code, screen } = await onTerminal(['login', '--key', key.path], env(), 'not it');
     assert.equal(code, 1);
     assert.match(screen, /passphrase for .*locked_ed25519 is not right/);
+  });
+});
+
+describe('removing the last key on a terminal', () => {
+  const home = mkdtempSync(join(tmpdir(), 'svc-tty-keys-'));
+  const id = '3c1e2d4f-5a6b-4c7d-8e9f-0a1b2c3d4e5f';
+  const requests: string[] = [];
+  let server: Server;
+  let url = '';
+
+  before(async () => {
+    await buildCli();
+    server = createServer((req, res) => {
+      requests.push(`${req.method} ${req.url}`);
+      if (req.method === 'DELETE') {
+        res.writeHead(204).end();
+        return;
+      }
+      const key = {
+        id,
+        type: 'ssh-ed25519',
+        fingerprint: 'SHA256:x',
+        title: 'laptop',
+        public_key: 'ssh-ed25519 AAAA',
+        created_at: '2026-11-21T09:00:00Z',
+        last_used_at: null,
+      };
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ keys: [key] }));
+    });
+    server.listen(0, '127.0.0.1');
+    await new Promise((resolve) => server.once('listening', resolve));
+    url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  });
+  after(() => {
+    server.close();
+    rmSync(home, { recursive: true, force: true });
+  });
+
+  const env = () => userEnv(home, { SVC_API_URL: url, SVC_TOKEN: 'svc_test', TERM: 'dumb' });
+
+  test('when the answer is no then the key stays, and svc said how one gets back in', async () => {
+    const { code, screen } = await onTerminal(['keys', 'remove', id], env(), 'n', 'Remove it?');
+    assert.equal(code, 1, screen);
+    assert.match(screen, /is your last key\. To sign in again, register a new public key/);
+    assert.match(screen, /Nothing removed/);
+    assert.ok(!requests.some((r) => r.startsWith('DELETE')));
+  });
+
+  test('when the answer is yes then the key is removed', async () => {
+    const { code, screen } = await onTerminal(['keys', 'remove', id], env(), 'yes', 'Remove it?');
+    assert.equal(code, 0, screen);
+    assert.match(screen, /Removed key/);
+    assert.ok(requests.includes(`DELETE /api/v1/dev/keys/${id}`));
   });
 });
 

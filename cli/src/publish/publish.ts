@@ -1,8 +1,9 @@
 /** `svc publish`: check the manifest, pack, get a presigned URL, upload, submit. */
-import { statSync } from 'node:fs';
+import { rmSync, statSync } from 'node:fs';
+import { dirname } from 'node:path';
 import { compareVersions, type components } from '@svc/sdk';
 import type { SvcContext } from '../context.ts';
-import { CliError } from '../errors.ts';
+import { CliError, ExitCode } from '../errors.ts';
 import { expectOk, requireToken, type Session } from '../session.ts';
 import { readManifest } from './manifest.ts';
 import { listPackageFiles, packPackage } from './pack.ts';
@@ -55,6 +56,29 @@ async function refuseOldVersion(session: Session, manifest: Manifest): Promise<v
   }
 }
 
+/**
+ * While `work` runs, Ctrl-C ends svc at once (exit 130) and says what became of the publish:
+ * a person who stops an upload wants to know whether anything reached the review queue.
+ */
+async function onInterrupt<T>(
+  context: SvcContext,
+  outcome: string,
+  cleanUp: () => void,
+  work: () => Promise<T>,
+): Promise<T> {
+  const interrupted = () => {
+    cleanUp();
+    context.stderr.write(`\nsvc: cancelled: ${outcome}\n`);
+    process.exit(ExitCode.cancelled);
+  };
+  process.once('SIGINT', interrupted);
+  try {
+    return await work();
+  } finally {
+    process.off('SIGINT', interrupted);
+  }
+}
+
 export async function publish(
   session: Session,
   dir: string,
@@ -70,11 +94,17 @@ export async function publish(
       client.POST('/api/v1/mini-apps/upload-url', { body: { size: packed.size, sha256: packed.sha256 } }),
     );
     const progress = createProgress(context.stderr, packed.size);
-    await uploadPackage(target, packed, (sent) => progress.update(sent));
+    const removePackage = () => rmSync(dirname(packed.path), { recursive: true, force: true });
+    await onInterrupt(context, 'the upload stopped, and nothing was submitted.', removePackage, () =>
+      uploadPackage(target, packed, (sent) => progress.update(sent)),
+    );
     progress.done();
-    const version = await expectOk(
-      session,
-      client.POST('/api/v1/mini-apps/submit', { body: { upload_id: target.upload_id } }),
+    const version = await onInterrupt(
+      context,
+      'the package was uploaded, and the submission may or may not have arrived: see `svc status`.',
+      removePackage,
+      () =>
+        expectOk(session, client.POST('/api/v1/mini-apps/submit', { body: { upload_id: target.upload_id } })),
     );
     return { summary, version };
   } finally {

@@ -2,11 +2,12 @@
 import { spawn } from 'node:child_process';
 import { svcBinary } from './svc.ts';
 
-/** Types `typed` when a passphrase is asked for. */
+/** Types `typed` when `prompt` (by default the passphrase question) shows on the screen. */
 export function onTerminal(
   args: string[],
   env: NodeJS.ProcessEnv,
   typed: string,
+  prompt = 'Passphrase for',
 ): Promise<{ code: number | null; screen: string }> {
   const command = [process.execPath, svcBinary, ...args]
     .map((word) => `'${word.replaceAll("'", "'\\''")}'`)
@@ -15,8 +16,8 @@ export function onTerminal(
   let screen = '';
   child.stdout.on('data', (chunk: Buffer) => {
     screen += chunk.toString();
-    if (screen.includes('Passphrase for') && typed) {
-      child.stdin.write(`${typed}\r`);
+    if (screen.includes(prompt) && typed) {
+      child.stdin.write(typed.endsWith('\u0003') ? typed : `${typed}\r`);
       typed = '';
     }
   });

@@ -1,5 +1,9 @@
 import { Command, Option } from 'clipanion';
 import { BaseCommand } from '../../base-command.ts';
+import { CliError, ExitCode } from '../../errors.ts';
+
+const howToGetBackIn =
+  'To sign in again, register a new public key in the web console (Account, SSH keys; the README\'s "Your first key" shows the API calls), then run `svc login`.';
 
 export class KeysRemoveCommand extends BaseCommand {
   static override paths = [['keys', 'remove']];
@@ -10,13 +14,20 @@ export class KeysRemoveCommand extends BaseCommand {
     details: `
       The key can no longer sign in, and the sessions it started end. Your other keys are untouched. Find the id with \`svc keys list\`.
     `,
-    examples: [['Remove a key', 'svc keys remove 3c1e2d4f-5a6b-4c7d-8e9f-0a1b2c3d4e5f']],
+    examples: [
+      ['Remove a key', 'svc keys remove 3c1e2d4f-5a6b-4c7d-8e9f-0a1b2c3d4e5f'],
+      [
+        'Remove your last key, without being asked',
+        'svc keys remove 3c1e2d4f-5a6b-4c7d-8e9f-0a1b2c3d4e5f --yes',
+      ],
+    ],
   });
+
+  yes = Option.Boolean('--yes', false, { description: 'Remove your last key without asking' });
 
   id = Option.String({ name: 'id' });
 
   async execute(): Promise<number> {
-    const { CliError, ExitCode } = await import('../../errors.ts');
     if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(this.id)) {
       throw new CliError(
         `"${this.id}" is not a key id: ids look like 3c1e2d4f-5a6b-4c7d-8e9f-0a1b2c3d4e5f (see \`svc keys list\`).`,
@@ -28,6 +39,11 @@ export class KeysRemoveCommand extends BaseCommand {
     requireToken(session);
     // Asked before the removal: removing the key this session came from ends the session too.
     const { keys } = await expectOk(session, session.client.GET('/api/v1/dev/keys'));
+    const last = keys.length === 1 && keys[0]?.id === this.id;
+    if (last && !this.yes && !(await this.confirmLastKey())) {
+      this.context.stderr.write('Nothing removed.\n');
+      return ExitCode.failure;
+    }
     await expectOk(
       session,
       session.client.DELETE('/api/v1/dev/keys/{key_id}', { params: { path: { key_id: this.id } } }),
@@ -35,11 +51,21 @@ export class KeysRemoveCommand extends BaseCommand {
     this.context.stdout.write(
       `Removed key ${this.id}: it can no longer sign in, and its sessions have ended.\n`,
     );
-    if (keys.length === 1 && keys[0]?.id === this.id) {
-      this.context.stderr.write(
-        '  That was your last key: register a new one (README, "Your first key") before you can `svc login` again.\n',
+    if (last) this.context.stderr.write(`  That was your last key. ${howToGetBackIn}\n`);
+    return 0;
+  }
+
+  /** Without a key no `svc login` works, and `svc keys add` needs a session: ask first. */
+  private async confirmLastKey(): Promise<boolean> {
+    const { canPrompt, confirm } = await import('../../prompt.ts');
+    const { stdin, stderr } = this.context;
+    if (!canPrompt(stdin)) {
+      throw new CliError(
+        `${this.id} is your last key: without it \`svc login\` cannot work until you register a new key in the web console. Run again with --yes to remove it anyway.`,
+        ExitCode.usage,
       );
     }
-    return 0;
+    stderr.write(`${this.id} is your last key. ${howToGetBackIn}\n`);
+    return confirm('Remove it?', stdin, stderr);
   }
 }
