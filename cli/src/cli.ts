@@ -3,6 +3,7 @@ import { Builtins, Cli } from 'clipanion';
 import { BaseCommand } from './base-command.ts';
 import { HelpCommand } from './commands/help.ts';
 import { KeysAddCommand } from './commands/keys/add.ts';
+import { KeysCommand } from './commands/keys/index.ts';
 import { KeysListCommand } from './commands/keys/list.ts';
 import { KeysRemoveCommand } from './commands/keys/remove.ts';
 import { LoginCommand } from './commands/login.ts';
@@ -15,8 +16,85 @@ import type { SvcContext } from './context.ts';
 import { ExitCode } from './errors.ts';
 import { cliVersion } from './version.ts';
 
+/** What each option's value is, for usage lines (clipanion 3 writes every value as `#0`). */
+const placeholders: Record<string, string> = {
+  '--api-url': '<url>',
+  '--key': '<path>',
+  '--passphrase': '<passphrase>',
+  '--title': '<title>',
+};
+
+function withPlaceholders(text: string): string {
+  const named = text.replace(
+    /(--[a-z-]+) #0/g,
+    (_, name: string) => `${name} ${placeholders[name] ?? '<value>'}`,
+  );
+  // The detailed option list was aligned for `#0`: align it again for the longer names.
+  const optionLine = /^ {2}(-\S.*?) {2,}(\S.*)$/;
+  const lines = named.split('\n');
+  const width = Math.max(0, ...lines.map((line) => optionLine.exec(line)?.[1]?.length ?? 0));
+  return lines
+    .map((line) => {
+      const match = optionLine.exec(line);
+      return match ? `  ${match[1]?.padEnd(width + 4)}${match[2]}` : line;
+    })
+    .join('\n');
+}
+
+class SvcCli extends Cli<SvcContext> {
+  override usage(...args: Parameters<Cli<SvcContext>['usage']>): string {
+    return withPlaceholders(super.usage(...args));
+  }
+
+  override error(...args: Parameters<Cli<SvcContext>['error']>): string {
+    return withPlaceholders(super.error(...args));
+  }
+}
+
+/**
+ * A mistyped option, said as a person would: which command has no such option, the one that was
+ * likely meant, and where to read the rest (clipanion lists every command that does not have it).
+ */
+function unknownOptionMessage(cli: Cli<SvcContext>, argv: string[], message: string): string | undefined {
+  const option = /Unsupported option name \("([^"]+)"\)/.exec(message)?.[1];
+  if (!option) return undefined;
+  const words = argv.filter((word) => !word.startsWith('-'));
+  const command = cli
+    .definitions()
+    .map((definition) => ({ definition, path: definition.path.split(' ').slice(1) }))
+    .filter(({ path }) => path.length > 0 && path.every((word, i) => words[i] === word))
+    .sort((a, b) => b.path.length - a.path.length)[0];
+  if (!command) return `svc: there is no option ${option}: run \`svc --help\` to see the commands.\n`;
+  const name = `svc ${command.path.join(' ')}`;
+  const names = command.definition.options.flatMap((o) =>
+    o.definition.split(/[ ,]/).filter((n) => n.startsWith('-')),
+  );
+  const likely = names.find((candidate) => closeEnough(option, candidate));
+  return (
+    `svc: ${name} has no option ${option}${likely ? `: did you mean ${likely}?` : '.'} ` +
+    `Run \`${name} --help\` to see its options.\n`
+  );
+}
+
+/** Within two edits (Levenshtein), or one is the start of the other: `--dryrun` is `--dry-run`. */
+function closeEnough(typed: string, candidate: string): boolean {
+  if (candidate.startsWith(typed) || typed.startsWith(candidate)) return true;
+  const previous = Array.from({ length: candidate.length + 1 }, (_, i) => i);
+  for (let i = 1; i <= typed.length; i += 1) {
+    let diagonal = previous[0] ?? 0;
+    previous[0] = i;
+    for (let j = 1; j <= candidate.length; j += 1) {
+      const above = previous[j] ?? 0;
+      const cost = typed[i - 1] === candidate[j - 1] ? 0 : 1;
+      previous[j] = Math.min(above + 1, (previous[j - 1] ?? 0) + 1, diagonal + cost);
+      diagonal = above;
+    }
+  }
+  return (previous[candidate.length] ?? Number.POSITIVE_INFINITY) <= 2;
+}
+
 export function createCli(colors: boolean): Cli<SvcContext> {
-  const cli = new Cli<SvcContext>({
+  const cli = new SvcCli({
     binaryLabel: 'svc — mini-apps for vehicles',
     binaryName: 'svc',
     binaryVersion: cliVersion,
@@ -29,6 +107,7 @@ export function createCli(colors: boolean): Cli<SvcContext> {
     LogoutCommand,
     PublishCommand,
     StatusCommand,
+    KeysCommand,
     KeysListCommand,
     KeysAddCommand,
     KeysRemoveCommand,
@@ -49,8 +128,9 @@ export async function runCli(argv: string[], context: SvcContext): Promise<numbe
   try {
     command = cli.process(argv, context);
   } catch (error) {
+    const failure = error instanceof Error ? error : new Error(String(error));
     context.stderr.write(
-      cli.error(error instanceof Error ? error : new Error(String(error)), { colored: colors }),
+      unknownOptionMessage(cli, argv, failure.message) ?? cli.error(failure, { colored: colors }),
     );
     return ExitCode.usage;
   }

@@ -3,7 +3,7 @@
  * keep the access token. Through ssh-agent when it holds the key (no private key is read then),
  * else from the key file. Nothing is signed unless the challenge is for this service and this key.
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import {
   fingerprint,
@@ -16,7 +16,7 @@ import {
   signSshsig,
 } from '@svc/sdk/sshsig';
 import type { SvcContext } from './context.ts';
-import { AuthenticationNeeded, CliError } from './errors.ts';
+import { AuthenticationNeeded, CliError, ExitCode } from './errors.ts';
 import { canPrompt, promptHidden } from './prompt.ts';
 import { expectOk, type Session } from './session.ts';
 import { agentSigner } from './ssh-agent.ts';
@@ -45,19 +45,25 @@ interface KeySigner {
   via: 'ssh-agent' | 'key file';
 }
 
-function keyFileProblem(error: SshKeyError, keyPath: string): CliError {
+function keyFileProblem(error: SshKeyError, keyPath: string, context: SvcContext): CliError {
   switch (error.code) {
-    case 'passphrase_required':
+    case 'passphrase_required': {
+      // svc uses the agent only when it can tell which key to ask for, from the .pub beside the key.
+      const agentHint =
+        context.env.SSH_AUTH_SOCK && !existsSync(`${keyPath}.pub`)
+          ? `or, if ssh-agent holds the key, put its public key beside it (ssh-keygen -y -f ${keyPath} > ${keyPath}.pub): svc asks the agent only for the key that .pub names`
+          : `or load the key into ssh-agent (ssh-add ${keyPath})`;
       return new CliError(
         `the key ${keyPath} is protected by a passphrase and there is no terminal to ask for it: ` +
-          `pass --passphrase, or load the key into ssh-agent (ssh-add ${keyPath}).`,
+          `pass --passphrase, ${agentHint}.`,
       );
+    }
     case 'wrong_passphrase':
       return new CliError(`the passphrase for ${keyPath} is not right.`);
     case 'unsupported_key_type':
       return new CliError(
-        `${keyPath} is not an ed25519 key, and svc signs in with ed25519 keys only (${error.message}). ` +
-          'Make one with: ssh-keygen -t ed25519, and pass it with --key.',
+        `${keyPath} is ${error.keyType ? `an ${error.keyType} key` : 'not an ed25519 key'}, and svc signs in with ed25519 keys only: ` +
+          'make one with ssh-keygen -t ed25519, and pass it with --key.',
       );
     default:
       return new CliError(`${keyPath} is not a usable OpenSSH private key: ${error.message}`);
@@ -65,7 +71,14 @@ function keyFileProblem(error: SshKeyError, keyPath: string): CliError {
 }
 
 async function readKeyFile(keyPath: string, options: LoginOptions, context: SvcContext): Promise<KeySigner> {
-  if (!existsSync(keyPath)) {
+  const found = statSync(keyPath, { throwIfNoEntry: false });
+  if (found?.isDirectory()) {
+    throw new CliError(
+      `${keyPath} is a folder: pass the private key file in it, such as --key ${join(keyPath, 'id_ed25519')}.`,
+      ExitCode.usage,
+    );
+  }
+  if (!found) {
     throw new CliError(
       `there is no SSH key at ${keyPath}. Make one with:\n` +
         `  mkdir -p -m 700 ${dirname(keyPath)} && ssh-keygen -t ed25519 -f ${keyPath}\n` +
@@ -86,7 +99,7 @@ async function readKeyFile(keyPath: string, options: LoginOptions, context: SvcC
       const passphrase = await promptHidden(`Passphrase for ${keyPath}: `, context.stdin, context.stderr);
       return readKeyFile(keyPath, { ...options, passphrase }, context);
     }
-    throw keyFileProblem(error, keyPath);
+    throw keyFileProblem(error, keyPath, context);
   }
 }
 
@@ -138,6 +151,12 @@ export function checkChallenge(
 }
 
 export async function login(session: Session, options: LoginOptions, context: SvcContext) {
+  if (options.keyPath !== undefined && options.keyPath.trim() === '') {
+    throw new CliError(
+      `--key needs the path of a private key, such as --key ${defaultKeyPath('~')} (the default when --key is left out).`,
+      ExitCode.usage,
+    );
+  }
   const keyPath = expandHome(options.keyPath ?? defaultKeyPath(context.home), context.home);
   const { signer, publicKeyBlob, via } = await findSigner(keyPath, options, context);
   const keyFingerprint = fingerprint(publicKeyBlob);

@@ -1,6 +1,6 @@
 /** Where `svc` keeps its access token: the OS credential store, else a file only the user can read. */
 import { randomBytes } from 'node:crypto';
-import { chmod, mkdir, open, readFile, rename, stat, unlink } from 'node:fs/promises';
+import { chmod, mkdir, open, readFile, rename, stat, unlink, writeFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
 
@@ -231,8 +231,9 @@ class FallbackTokenStore implements TokenStore {
         return;
       }
     }
-    this.#warnIfFileIsTheStore();
+    const warn = await this.#fileWarningDue();
     await writeTokenFile(this.file, `${JSON.stringify(picked, null, 2)}\n`);
+    if (warn) await this.#warnFileIsTheStore();
   }
 
   async remove(): Promise<boolean> {
@@ -258,14 +259,31 @@ class FallbackTokenStore implements TokenStore {
     this.#fallbackReason = reasonOf(error);
   }
 
-  /** Said when a token is about to land in the file, not on reads: that is when it matters. */
-  #warnIfFileIsTheStore(): void {
-    if (this.#keyring || this.#warned) return;
+  /**
+   * Said when a token lands in the file, not on reads: that is when it matters. Once per machine
+   * (a marker beside the file remembers it); `svc whoami` reminds where the token is.
+   */
+  async #fileWarningDue(): Promise<boolean> {
+    if (this.#keyring || this.#warned) return false;
+    return !(await stat(this.#warnedMarker).then(
+      () => true,
+      () => false,
+    ));
+  }
+
+  async #warnFileIsTheStore(): Promise<void> {
     this.#warned = true;
     this.#warn(
       // The store's own reason (a D-Bus error, say) means little to most users; `fallbackReason` has it.
       `no credential store is available, so the token is stored in the file ${this.file}, readable only by you`,
     );
+    await writeFile(this.#warnedMarker, 'svc said once that tokens are kept in sdk.json here.\n', {
+      mode: 0o600,
+    }).catch(() => undefined);
+  }
+
+  get #warnedMarker(): string {
+    return join(dirname(this.file), 'file-store-warned');
   }
 }
 

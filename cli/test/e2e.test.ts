@@ -53,7 +53,14 @@ describe('svc end to end', () => {
     const whoami = await svc(['whoami'], env);
     assert.equal(whoami.code, 0, whoami.stderr);
     assert.match(whoami.stdout, /Ada <ada@example\.com>/);
-    assert.match(whoami.stdout, /token from the (config file|credential store)/);
+    assert.match(
+      whoami.stdout,
+      /token from the (config file .*sdk\.json \(no credential store here|credential store)/,
+    );
+    // The file warning is said once per machine, not at every login.
+    const again = await svc(['login'], env);
+    assert.equal(again.code, 0, again.stderr);
+    assert.doesNotMatch(again.stderr, /no credential store is available/);
     const asJson = await svc(['whoami', '--json'], env);
     assert.equal(JSON.parse(asJson.stdout).account.email, 'ada@example.com');
   });

@@ -95,8 +95,36 @@ describe('svc errors a person understands', () => {
     const rsa = makeKey(join(home, '.ssh'), 'id_rsa', { type: 'rsa' });
     const run = await svc(['login', '--key', rsa.path], env());
     assert.equal(run.code, 1);
-    assert.match(run.stderr, /ssh-rsa/);
-    assert.match(run.stderr, /ed25519 keys only/);
+    assert.equal(
+      run.stderr,
+      `svc: ${rsa.path} is an ssh-rsa key, and svc signs in with ed25519 keys only: make one with ssh-keygen -t ed25519, and pass it with --key.\n`,
+      'said once, in one sentence',
+    );
+  });
+
+  test('when --key names a folder or nothing then it says what --key wants, with exit 2', async () => {
+    const folder = await svc(['login', '--key', join(home, '.ssh')], env());
+    assert.equal(folder.code, 2, folder.stderr);
+    assert.match(
+      folder.stderr,
+      /\.ssh is a folder: pass the private key file in it, such as --key .*\.ssh\/id_ed25519/,
+    );
+    assert.doesNotMatch(folder.stderr, /EISDIR/);
+    const empty = await svc(['login', '--key', ''], env());
+    assert.equal(empty.code, 2, empty.stderr);
+    assert.match(empty.stderr, /--key needs the path of a private key/);
+  });
+
+  test('when ssh-agent is running but the .pub beside a protected key is missing then it says the .pub is what is missing', async () => {
+    const locked = makeKey(join(home, '.ssh'), 'agent_locked', { passphrase: 'secret words' });
+    rmSync(`${locked.path}.pub`);
+    const run = await svc(['login', '--key', locked.path], env({ SSH_AUTH_SOCK: join(home, 'agent.sock') }));
+    assert.equal(run.code, 1);
+    assert.match(
+      run.stderr,
+      /put its public key beside it \(ssh-keygen -y -f .*agent_locked > .*agent_locked\.pub\)/,
+    );
+    assert.doesNotMatch(run.stderr, /load the key into ssh-agent/);
   });
 
   test('when the key has a passphrase and there is no terminal and no --passphrase then it says so', async () => {
@@ -318,6 +346,37 @@ describe('svc errors a person understands', () => {
       /That was your last key\. To sign in again, register a new public key .* then run `svc login`/,
     );
     assert.ok(paths.includes(`DELETE /api/v1/dev/keys/${id}`));
+  });
+
+  test('when a subcommand is left out then svc lists the keys commands, for `svc keys` and `svc keys --help`', async () => {
+    for (const args of [['keys'], ['keys', '--help']]) {
+      const run = await svc(args, env());
+      assert.equal(run.code, 0, run.stderr);
+      assert.doesNotMatch(run.stdout + run.stderr, /Command not found/);
+      for (const sub of ['list', 'add', 'remove']) assert.match(run.stdout, new RegExp(`svc keys ${sub}`));
+    }
+  });
+
+  test('when an option is mistyped then svc names the command once and the option meant', async () => {
+    const run = await svc(['publish', '--dryrun'], env());
+    assert.equal(run.code, 2);
+    assert.equal(
+      run.stderr,
+      'svc: svc publish has no option --dryrun: did you mean --dry-run? Run `svc publish --help` to see its options.\n',
+    );
+    const anywhere = await svc(['--jsn'], env());
+    assert.equal(anywhere.code, 2);
+    assert.equal(anywhere.stderr.split('\n').filter(Boolean).length, 1, anywhere.stderr);
+  });
+
+  test("when a command's help is shown then options show what value they take, never #0", async () => {
+    const help = await svc(['login', '--help'], env());
+    assert.match(help.stdout, /--api-url <url> +The svc service/);
+    assert.match(help.stdout, /--key <path> +Private key/);
+    assert.doesNotMatch(help.stdout, /#0/);
+    const usage = await svc(['keys', 'add'], env());
+    assert.match(usage.stderr, /\[--title <title>\]/);
+    assert.doesNotMatch(usage.stderr, /#0/);
   });
 
   test('when the command line is wrong then exit 2 with the usage', async () => {

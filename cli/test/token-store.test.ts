@@ -88,6 +88,19 @@ describe('the token file, when there is no credential store', () => {
     });
   });
 
+  test('when a later run on the same machine stores a token in the file again, then it does not warn again, even after logout', async () => {
+    await withHome(async (home) => {
+      const first = collectWarnings();
+      await (await openTokenStore({ home, warn: first.warn, keyring: false })).write(credential);
+      assert.equal(first.messages.length, 1);
+      const later = collectWarnings();
+      const store = await openTokenStore({ home, warn: later.warn, keyring: false });
+      await store.remove();
+      await store.write(credential);
+      assert.deepEqual(later.messages, []);
+    });
+  });
+
   test('when there is no session bus, then the file is the store without being asked for', {
     skip: process.platform !== 'linux' && 'only Linux reaches its credential store through a session bus',
   }, async () => {
@@ -136,7 +149,12 @@ describe('the token file, when there is no credential store', () => {
         assert.equal(await modeOf(file), 0o600);
         assert.equal(await modeOf(dirname(file)), 0o700);
       }
-      assert.deepEqual(await readdir(dirname(file)), ['sdk.json'], 'no temporary file is left behind');
+      // Beside the token, only the marker that the file warning was given.
+      assert.deepEqual(
+        (await readdir(dirname(file))).sort(),
+        ['file-store-warned', 'sdk.json'],
+        'no temporary file is left behind',
+      );
     });
   });
 

@@ -86,10 +86,13 @@ export interface SshsigVerification {
 export class SshKeyError extends Error {
   override readonly name = 'SshKeyError';
   readonly code: SshKeyErrorCode;
+  /** For `unsupported_key_type`: the type the key has (`ssh-rsa`), when it is a printable name. */
+  readonly keyType: string | undefined;
 
-  constructor(code: SshKeyErrorCode, message: string) {
+  constructor(code: SshKeyErrorCode, message: string, keyType?: string) {
     super(message);
     this.code = code;
+    this.keyType = keyType;
   }
 }
 
@@ -758,10 +761,13 @@ function unsupportedKeyType(type: string): SshKeyError {
   return new SshKeyError(
     'unsupported_key_type',
     `only ssh-ed25519 keys are supported; this key is ${showName(type)}: ${createKeyAdvice}`,
+    printableName.test(type) ? type : undefined,
   );
 }
 
 /** A key type or cipher name for a message; names come from untrusted bytes, so odd ones are not echoed. */
+const printableName = /^[A-Za-z0-9@._+-]{1,64}$/;
+
 function showName(name: string): string {
-  return /^[A-Za-z0-9@._+-]{1,64}$/.test(name) ? name : 'an unrecognized name';
+  return printableName.test(name) ? name : 'an unrecognized name';
 }

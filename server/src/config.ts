@@ -92,6 +92,21 @@ function url(name: string, raw: string): string {
   return parsed.href.replace(/\/$/, '');
 }
 
+/** Comma-separated emails, lower-cased; one that is no email is a mistake to stop at, not to skip. */
+function emailList(env: Env, name: string): ReadonlySet<string> {
+  const emails = text(env, name, '')
+    .split(',')
+    .map((email) => email.trim().toLowerCase())
+    .filter((email) => email !== '');
+  const wrong = emails.find((email) => !/^[^\s@,]+@[^\s@,]+\.[^\s@,]+$/.test(email));
+  if (wrong !== undefined) {
+    throw new ConfigError(
+      `${name} must be emails separated by commas, such as root@example.com,ops@example.com; "${wrong}" is not an email`,
+    );
+  }
+  return new Set(emails);
+}
+
 function oneOf<T extends string>(env: Env, name: string, choices: readonly T[], fallback: T): T {
   const value = text(env, name, fallback);
   if (!(choices as readonly string[]).includes(value)) {
@@ -114,12 +129,7 @@ export function loadConfig(env: Env = process.env): Config {
     dataDir: resolve(text(env, 'DATA_DIR', './.svc-data')),
     databaseUrl,
     signup: oneOf(env, 'SVC_SIGNUP', ['open', 'closed'], 'open'),
-    adminEmails: new Set(
-      text(env, 'SVC_ADMIN_EMAILS', '')
-        .split(',')
-        .map((email) => email.trim().toLowerCase())
-        .filter((email) => email !== ''),
-    ),
+    adminEmails: emailList(env, 'SVC_ADMIN_EMAILS'),
     tokenTtlSeconds: parseDuration('SVC_TOKEN_TTL', text(env, 'SVC_TOKEN_TTL', '1h')),
     maxPackageBytes: byteCount(env, 'SVC_MAX_PACKAGE_BYTES', 50 * 1024 * 1024),
     uploadUrlTtlSeconds: parseDuration('SVC_UPLOAD_URL_TTL', text(env, 'SVC_UPLOAD_URL_TTL', '15m')),

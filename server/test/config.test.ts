@@ -44,6 +44,8 @@ describe('config', () => {
     [{ SVC_PUBLIC_URL: 'svc.example.com' }, /^SVC_PUBLIC_URL /],
     [{ SVC_PUBLIC_URL: 'ftp://svc.example.com' }, /^SVC_PUBLIC_URL /],
     [{ DATABASE_URL: 'mysql://localhost/svc' }, /^DATABASE_URL /],
+    [{ SVC_ADMIN_EMAILS: 'notanemail' }, /^SVC_ADMIN_EMAILS must be emails .*"notanemail" is not an email/],
+    [{ SVC_ADMIN_EMAILS: 'root@example.com;ops@example.com' }, /^SVC_ADMIN_EMAILS /],
   ];
   for (const [env, message] of bad) {
     test(`when ${JSON.stringify(env)} then start-up fails naming the variable`, () => {

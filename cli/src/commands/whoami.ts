@@ -30,7 +30,7 @@ export class WhoamiCommand extends DataCommand {
     const from = {
       SVC_TOKEN: 'the SVC_TOKEN variable',
       keyring: 'the credential store',
-      file: 'the config file',
+      file: `the config file ${session.store.file} (no credential store here; readable only by you)`,
     }[source];
     this.context.stdout.write(
       `Signed in to ${session.apiUrl} as ${account.name} <${account.email}>${roles}\n` +
