@@ -1,27 +1,93 @@
 /** `npm start`: the service in one process, embedded storage unless DATABASE_URL says otherwise. */
+import { createServer } from 'node:net';
 import { join } from 'node:path';
 import type { AdminCode } from './accounts/admin-codes.ts';
 import { createApp } from './app.ts';
-import { ConfigError, loadConfig } from './config.ts';
+import { type Config, ConfigError, loadConfig } from './config.ts';
 import { createLogger } from './logger.ts';
+import {
+  DataDirInUse,
+  type DataDirLock,
+  dataDirHolder,
+  lockDataDir,
+  lockFileOf,
+} from './store/data-dir-lock.ts';
 import { describeStore, embeddedDbDir } from './store/db.ts';
 
 const docsDir = join(import.meta.dirname, '../dist/docs');
 
-async function main(): Promise<void> {
-  let config: ReturnType<typeof loadConfig>;
+/** A mistake in the setup: one line naming what to change, exit 2, no stack. */
+function refuse(message: string): never {
+  process.stderr.write(`svc: ${message}\n`);
+  process.exit(2);
+}
+
+function loadConfigOrRefuse(): Config {
   try {
-    config = loadConfig();
+    return loadConfig();
   } catch (error) {
-    if (error instanceof ConfigError) {
-      process.stderr.write(`svc: ${error.message}\n`);
-      process.exit(2);
-    }
+    if (error instanceof ConfigError) refuse(error.message);
     throw error;
+  }
+}
+
+function portTaken(config: Config, error: unknown): string | undefined {
+  const code = (error as NodeJS.ErrnoException | undefined)?.code;
+  if (code === 'EADDRINUSE') {
+    return `PORT ${config.port} is taken on ${config.host} (another program, perhaps another svc, listens there): set PORT to a free port, such as PORT=${config.port + 1} npm start, or PORT=0 for any.`;
+  }
+  if (code === 'EACCES') {
+    return `PORT ${config.port} on ${config.host} needs privileges this user lacks: set PORT to 1024 or above.`;
+  }
+  if (code === 'EADDRNOTAVAIL')
+    return `HOST ${config.host} is not an address of this machine: set HOST, such as HOST=127.0.0.1.`;
+  return undefined;
+}
+
+/**
+ * `main.ts --check`: what can be known before `npm start` spends time building: the settings,
+ * the data folder's lock, and the port. The service checks all three again when it starts.
+ */
+async function check(): Promise<void> {
+  const config = loadConfigOrRefuse();
+  if (!config.databaseUrl) {
+    const holder = dataDirHolder(config.dataDir);
+    if (holder !== undefined)
+      refuse(new DataDirInUse(config.dataDir, holder, lockFileOf(config.dataDir)).message);
+  }
+  if (config.port !== 0) {
+    const probe = createServer();
+    await new Promise<void>((resolve) => {
+      probe.once('error', (error) => refuse(portTaken(config, error) ?? String(error)));
+      probe.listen(config.port, config.host, () => probe.close(() => resolve()));
+    });
+  }
+}
+
+async function main(): Promise<void> {
+  const config = loadConfigOrRefuse();
+  let lock: DataDirLock | undefined;
+  if (!config.databaseUrl) {
+    try {
+      lock = lockDataDir(config.dataDir);
+    } catch (error) {
+      if (error instanceof DataDirInUse) refuse(error.message);
+      throw error;
+    }
   }
   const logger = createLogger();
   const service = createApp(config, { logger, docsDir });
-  const { url, adminCodes } = await service.start();
+  let started: Awaited<ReturnType<typeof service.start>>;
+  try {
+    started = await service.start();
+  } catch (error) {
+    const message = portTaken(config, error);
+    if (!message) throw error;
+    await service.stop();
+    lock?.release();
+    refuse(message);
+  }
+  const { url, adminCodes } = started;
   const publicUrl = config.publicUrl ?? url;
   const store = describeStore({
     databaseUrl: config.databaseUrl,
@@ -47,6 +113,7 @@ async function main(): Promise<void> {
     logger.info('stopping: finishing in-flight requests', { signal });
     service.stop().then(
       () => {
+        lock?.release();
         process.stdout.write('svc stopped: requests finished, store closed.\n');
         process.exit(0);
       },
@@ -75,4 +142,5 @@ function adminCodeLines(publicUrl: string, codes: AdminCode[]): string[] {
   ];
 }
 
-await main();
+if (process.argv.includes('--check')) await check();
+else await main();

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { request } from 'node:http';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createServer, request } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
@@ -86,5 +87,92 @@ describe('npm start', () => {
     });
     assert.equal(await exitOf(child), 2);
     assert.match(stderr, /^svc: PORT must be a port number/);
+  });
+
+  /** Runs main.ts (with `args`) to its end: for starts that must refuse. */
+  async function runToExit(env: Record<string, string>, args: string[] = []) {
+    const { DATABASE_URL: _embedded, ...inherited } = process.env;
+    const child = spawn(process.execPath, ['--import', 'tsx', mainModule, ...args], {
+      env: { ...inherited, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stderr = '';
+    child.stderr?.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString();
+    });
+    return { code: await exitOf(child), stderr };
+  }
+
+  test("when a second service starts on the same DATA_DIR then it refuses, naming DATA_DIR and the first one's pid, and the first keeps its data", async () => {
+    const first = await startProcess(dataDir);
+    try {
+      const second = await runToExit({ PORT: '0', DATA_DIR: dataDir });
+      assert.equal(second.code, 2, second.stderr);
+      assert.equal(
+        second.stderr.trim(),
+        `svc: DATA_DIR ${dataDir} is in use by another svc (pid ${first.child.pid}): stop it first, or give this one another DATA_DIR (or a DATABASE_URL). If no svc runs as pid ${first.child.pid}, remove ${join(dataDir, 'svc.lock')}.`,
+      );
+      const check = await runToExit({ PORT: '0', DATA_DIR: dataDir }, ['--check']);
+      assert.equal(check.code, 2, 'npm start finds it out before building');
+      assert.equal((await call(first.url, 'GET', '/readyz')).status, 200);
+    } finally {
+      await first.stop();
+    }
+    assert.ok(!existsSync(join(dataDir, 'svc.lock')), 'a clean stop releases the lock');
+  });
+
+  test('when the service holding DATA_DIR was killed then the next start takes the folder over', async () => {
+    const killed = await startProcess(dataDir);
+    const gone = exitOf(killed.child);
+    killed.child.kill('SIGKILL');
+    await gone;
+    assert.ok(existsSync(join(dataDir, 'svc.lock')), 'SIGKILL leaves the lock behind');
+    const next = await startProcess(dataDir);
+    try {
+      assert.equal((await call(next.url, 'GET', '/readyz')).status, 200);
+      assert.equal(readFileSync(join(dataDir, 'svc.lock'), 'utf8').trim(), String(next.child.pid));
+    } finally {
+      await next.stop();
+    }
+  });
+
+  test('when the port is taken then one line names PORT, with exit 2 and no stack', async () => {
+    const blocker = createServer();
+    await new Promise<void>((resolve) => blocker.listen(0, '127.0.0.1', resolve));
+    const { port } = blocker.address() as AddressInfo;
+    const portDataDir = mkdtempSync(join(tmpdir(), 'svc-data-port-'));
+    try {
+      for (const args of [[], ['--check']]) {
+        const run = await runToExit({ PORT: String(port), DATA_DIR: portDataDir }, args);
+        assert.equal(run.code, 2, run.stderr);
+        assert.equal(run.stderr.trim().split('\n').length, 1, run.stderr);
+        assert.match(
+          run.stderr,
+          new RegExp(`^svc: PORT ${port} is taken on 127\\.0\\.0\\.1 .*set PORT to a free port`),
+        );
+      }
+      assert.ok(!existsSync(join(portDataDir, 'svc.lock')), 'the refused start released the data folder');
+    } finally {
+      blocker.close();
+      rmSync(portDataDir, { recursive: true, force: true });
+    }
+  });
+
+  test('when a setting is wrong then npm start says so before building anything', async () => {
+    const child = spawn('npm', ['start', '--silent'], {
+      cwd: join(import.meta.dirname, '../..'),
+      env: { ...process.env, PORT: 'eighty', DATA_DIR: dataDir },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let output = '';
+    child.stdout?.on('data', (chunk: Buffer) => {
+      output += chunk.toString();
+    });
+    child.stderr?.on('data', (chunk: Buffer) => {
+      output += chunk.toString();
+    });
+    assert.notEqual(await exitOf(child), 0);
+    assert.match(output, /svc: PORT must be a port number/);
+    assert.doesNotMatch(output, /built|docs/i, 'nothing was built');
   });
 });
