@@ -146,7 +146,15 @@ export function checkChallenge(
     problems.push(`it names key ${fields.get('fingerprint') ?? 'none'}, not ${expected.fingerprint}`);
   }
   if (problems.length > 0) {
-    throw new CliError(`refusing to sign the challenge from ${expected.apiUrl}: ${problems.join('; ')}.`);
+    const audience = fields.get('audience');
+    const fix =
+      audience && audience !== expected.apiUrl && /^https?:\/\//.test(audience)
+        ? ` If ${audience} is the service you mean, sign in with --api-url ${audience} (or SVC_API_URL); ` +
+          `if you run the service and clients reach it as ${expected.apiUrl}, set its SVC_PUBLIC_URL to ${expected.apiUrl}.`
+        : '';
+    throw new CliError(
+      `refusing to sign the challenge from ${expected.apiUrl}: ${problems.join('; ')}.${fix}`,
+    );
   }
 }
 

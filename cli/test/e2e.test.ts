@@ -65,6 +65,18 @@ describe('svc end to end', () => {
     assert.equal(JSON.parse(asJson.stdout).account.email, 'ada@example.com');
   });
 
+  test('when the service runs on 127.0.0.1 with the defaults and svc is given localhost then login works', async () => {
+    const localhost = service.url.replace('127.0.0.1', 'localhost');
+    const login = await svc(['login', '--api-url', localhost], env);
+    assert.equal(login.code, 0, login.stderr);
+    assert.match(
+      login.stdout,
+      new RegExp(`Signed in to ${localhost.replaceAll('.', '\\.')} as ada@example\\.com`),
+    );
+    const back = await svc(['login'], env);
+    assert.equal(back.code, 0, back.stderr);
+  });
+
   test('when a second key is added and used then it signs in, with its passphrase', async () => {
     const add = await svc(['keys', 'add', `${second.path}.pub`, '--title', 'laptop'], env);
     assert.equal(add.code, 0, add.stderr);

@@ -160,7 +160,7 @@ describe('svc errors a person understands', () => {
     for (const [bad, expected] of [
       [
         challenge('https://evil.example.com', String(fingerprint)),
-        /it is for https:\/\/evil\.example\.com, not http/,
+        /it is for https:\/\/evil\.example\.com, not http.* sign in with --api-url https:\/\/evil\.example\.com \(or SVC_API_URL\); if you run the service .* set its SVC_PUBLIC_URL to http/,
       ],
       [challenge(url, 'SHA256:someoneelse'), /it names key SHA256:someoneelse/],
       [challenge(url, String(fingerprint), 'file'), /namespace is not svc-login/],
