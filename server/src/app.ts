@@ -78,7 +78,7 @@ export function createApp(config: Config, deps: AppDependencies = {}) {
       }),
     }),
   );
-  app.use(docsRouter(contract, deps.docsDir));
+  app.use(docsRouter(contract, deps.docsDir, () => audience()));
   app.use(notFound);
   app.use(problemMiddleware({ logger, jsonLimitBytes: config.jsonLimitBytes }));
 

@@ -161,6 +161,15 @@ describe('the HTTP surface', () => {
     assert.ok(String(script.body).length > 100_000);
   });
 
+  test('when /docs and /openapi.json are read then they name the URL this service runs on, not the default port', async () => {
+    assert.notEqual(url, 'http://127.0.0.1:8080');
+    const page = await call(url, 'GET', '/docs');
+    assert.ok(page.body.includes(url), 'the page names this service');
+    assert.ok(!page.body.includes('http://127.0.0.1:8080'), 'and not the default address');
+    const contract = await call(url, 'GET', '/openapi.json');
+    assert.equal(contract.body.servers[0].url, url);
+  });
+
   function assertRawProblem(reply: RawReply, status: number, code: string) {
     assert.equal(reply.status, status, reply.body);
     assert.match(reply.headers['content-type'] ?? '', /^application\/problem\+json/);
