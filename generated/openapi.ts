@@ -279,6 +279,27 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/mini-apps/limits": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * What a package may hold
+         * @description The limits a package must keep to be taken: its size, its entries and its unpacked size.
+         *     `svc publish` checks them before uploading, so a package the service would refuse is never sent.
+         */
+        get: operations["getPackageLimits"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/mini-apps/versions/{version_id}/transitions": {
         parameters: {
             query?: never;
@@ -1134,6 +1155,40 @@ export interface components {
         /** MiniAppList */
         MiniAppList: {
             mini_apps: components["schemas"]["MiniApp"][];
+        };
+        /**
+         * PackageLimits
+         * @description What this service takes in a mini-app package. `svc publish` checks a package against them
+         *     before it uploads anything, and `svc publish --dry-run` too; the defaults here are what a
+         *     service has unless its operator set another `SVC_MAX_PACKAGE_BYTES`.
+         * @example {
+         *       "max_package_bytes": 52428800,
+         *       "max_entries": 2000,
+         *       "max_unpacked_bytes": 209715200,
+         *       "max_unpacked_ratio": 10
+         *     }
+         */
+        PackageLimits: {
+            /**
+             * @description The largest package (the `.tar.gz`), in bytes.
+             * @default 52428800
+             */
+            max_package_bytes: number;
+            /**
+             * @description The most entries (files and folders) in the archive.
+             * @default 2000
+             */
+            max_entries: number;
+            /**
+             * @description The most bytes the files take once unpacked.
+             * @default 209715200
+             */
+            max_unpacked_bytes: number;
+            /**
+             * @description The unpacked files may take at most this many times the package's size.
+             * @default 10
+             */
+            max_unpacked_ratio: number;
         };
         /**
          * ReviewTransitionRequest
@@ -2098,6 +2153,30 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["MiniAppList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            426: components["responses"]["UpgradeRequired"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getPackageLimits: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description This service's package limits. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PackageLimits"];
                 };
             };
             400: components["responses"]["BadRequest"];

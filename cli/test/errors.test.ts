@@ -379,6 +379,35 @@ describe('svc errors a person understands', () => {
     assert.doesNotMatch(usage.stderr, /#0/);
   });
 
+  test('when a dry run is not signed in then it checks the default limits, says so, and refuses too many files or a bomb', async () => {
+    const app = join(home, 'limits-app');
+    mkdirSync(join(app, 'many'), { recursive: true });
+    const manifest = {
+      id: 'com.example.limits',
+      name: 'Limits',
+      version: '1.0.0',
+      entry: 'index.html',
+      network: [],
+    };
+    writeFileSync(join(app, 'manifest.json'), JSON.stringify(manifest));
+    writeFileSync(join(app, 'index.html'), '<p>hi</p>');
+    const anonymous = userEnv(home, { SVC_API_URL: url });
+    const fine = await svc(['publish', app, '--dry-run'], anonymous);
+    assert.equal(fine.code, 0, fine.stderr);
+    assert.match(fine.stderr, /not signed in to .*: checked against the default package limits/);
+
+    for (let i = 0; i < 2001; i += 1) writeFileSync(join(app, 'many', `${i}.txt`), 'x');
+    const many = await svc(['publish', app, '--dry-run'], anonymous);
+    assert.equal(many.code, 1);
+    assert.match(many.stderr, /it holds 2003 files, and a package may hold at most 2000/);
+    rmSync(join(app, 'many'), { recursive: true });
+
+    writeFileSync(join(app, 'zeros.bin'), Buffer.alloc(5_000_000));
+    const bomb = await svc(['publish', app, '--dry-run'], anonymous);
+    assert.equal(bomb.code, 1);
+    assert.match(bomb.stderr, /more than 10 times the package's \d+ bytes/);
+  });
+
   test('when the command line is wrong then exit 2 with the usage', async () => {
     const missing = await svc(['keys', 'remove'], env());
     assert.equal(missing.code, 2);

@@ -172,6 +172,33 @@ describe('publishing with svc, end to end', () => {
     }
   });
 
+  test("when a dry run packs what the service would refuse then it fails with the service's own limit, and nothing is sent", async () => {
+    const big = join(app, 'big.bin');
+    writeFileSync(big, randomBytes(150_000));
+    try {
+      const run = await svc(['publish', app, '--dry-run'], env);
+      assert.equal(run.code, 1, run.stdout);
+      assert.match(
+        run.stderr,
+        /this package would be refused: the package is \d+ bytes, and this service takes packages of at most 100000 bytes/,
+      );
+      assert.doesNotMatch(run.stderr, /default package limits/, 'signed in: the service said its limits');
+    } finally {
+      rmSync(big);
+    }
+  });
+
+  test('when the limits are asked for then the service says its own, as set by its operator', async () => {
+    const limits = await call(service.url, 'GET', '/api/v1/mini-apps/limits', { token: developerToken });
+    assert.equal(limits.status, 200);
+    assert.deepEqual(limits.body, {
+      max_package_bytes: 100000,
+      max_entries: 2000,
+      max_unpacked_bytes: 209715200,
+      max_unpacked_ratio: 10,
+    });
+  });
+
   test('when published on a terminal then a progress bar shows bytes, rate and time left', async () => {
     setVersion('1.3.0');
     const { code, screen } = await onTerminal(['publish', app], env, '');

@@ -3,6 +3,7 @@
  * A bad value stops start-up with a message naming the variable.
  */
 import { resolve } from 'node:path';
+import contract from '../../generated/openapi.json' with { type: 'json' };
 
 export type SignupMode = 'open' | 'closed';
 
@@ -131,7 +132,11 @@ export function loadConfig(env: Env = process.env): Config {
     signup: oneOf(env, 'SVC_SIGNUP', ['open', 'closed'], 'open'),
     adminEmails: emailList(env, 'SVC_ADMIN_EMAILS'),
     tokenTtlSeconds: parseDuration('SVC_TOKEN_TTL', text(env, 'SVC_TOKEN_TTL', '1h')),
-    maxPackageBytes: byteCount(env, 'SVC_MAX_PACKAGE_BYTES', 50 * 1024 * 1024),
+    maxPackageBytes: byteCount(
+      env,
+      'SVC_MAX_PACKAGE_BYTES',
+      contract.components.schemas.PackageLimits.properties.max_package_bytes.default,
+    ),
     uploadUrlTtlSeconds: parseDuration('SVC_UPLOAD_URL_TTL', text(env, 'SVC_UPLOAD_URL_TTL', '15m')),
     trustProxy: env.SVC_TRUST_PROXY?.trim() || undefined,
     jsonLimitBytes: 1024 * 1024,

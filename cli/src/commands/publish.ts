@@ -26,8 +26,13 @@ export class PublishCommand extends DataCommand {
     const dir = this.dir ?? '.';
     if (this.dryRun) {
       const { preparePackage } = await import('../publish/publish.ts');
+      const { checkLimits, dryRunLimits } = await import('../publish/limits.ts');
+      const { openSession } = await import('../session.ts');
       const { summary, packed } = await preparePackage(dir);
       await packed.remove();
+      const { limits, note } = await dryRunLimits(await openSession(this.context, this.apiUrl));
+      if (note) this.context.stderr.write(`svc: ${note}\n`);
+      checkLimits(summary, limits);
       if (this.json) {
         stdout.write(`${JSON.stringify({ dry_run: true, ...summary })}\n`);
         return 0;

@@ -5,6 +5,7 @@ import { compareVersions, type components } from '@svc/sdk';
 import type { SvcContext } from '../context.ts';
 import { CliError, ExitCode } from '../errors.ts';
 import { expectOk, requireToken, type Session } from '../session.ts';
+import { checkLimits, serviceLimits } from './limits.ts';
 import { readManifest } from './manifest.ts';
 import { listPackageFiles, packPackage } from './pack.ts';
 import { createProgress } from './progress.ts';
@@ -89,6 +90,7 @@ export async function publish(
   try {
     const { client } = session;
     await refuseOldVersion(session, summary.manifest);
+    checkLimits(summary, await serviceLimits(session));
     const target = await expectOk(
       session,
       client.POST('/api/v1/mini-apps/upload-url', { body: { size: packed.size, sha256: packed.sha256 } }),

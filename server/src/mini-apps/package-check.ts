@@ -22,11 +22,26 @@ export interface PackageLimits {
   maxRatio: number;
 }
 
+const limitDefaults = contract.components.schemas.PackageLimits.properties;
+
+/** The contract's defaults (PackageLimits), which `svc publish` checks against too. */
 export const defaultPackageLimits: Readonly<PackageLimits> = {
-  maxEntries: 2000,
-  maxUnpackedBytes: 200 * 1024 * 1024,
-  maxRatio: 10,
+  maxEntries: limitDefaults.max_entries.default,
+  maxUnpackedBytes: limitDefaults.max_unpacked_bytes.default,
+  maxRatio: limitDefaults.max_unpacked_ratio.default,
 };
+
+export type ApiPackageLimits = components['schemas']['PackageLimits'];
+
+/** What GET /mini-apps/limits says: the package size is the operator's setting. */
+export function toApiPackageLimits(maxPackageBytes: number): ApiPackageLimits {
+  return {
+    max_package_bytes: maxPackageBytes,
+    max_entries: defaultPackageLimits.maxEntries,
+    max_unpacked_bytes: defaultPackageLimits.maxUnpackedBytes,
+    max_unpacked_ratio: defaultPackageLimits.maxRatio,
+  };
+}
 
 export interface CheckedPackage {
   manifest: Manifest;

@@ -1,11 +1,14 @@
 /** Publishing: upload URL, the presigned PUT, submit, my apps, review moves and the review queue. */
 import { toApiVersion } from '../../mini-apps/mini-app-service.ts';
+import { toApiPackageLimits } from '../../mini-apps/package-check.ts';
 import type { Services } from '../../services.ts';
 import { toApiPackageUpload } from '../../uploads/upload-service.ts';
 import type { Handlers } from '../bind-handlers.ts';
 
-export function miniAppHandlers({ uploads, miniApps }: Services) {
+export function miniAppHandlers({ uploads, miniApps, config }: Services) {
   return {
+    getPackageLimits: () => ({ status: 200, body: toApiPackageLimits(config.maxPackageBytes) }),
+
     createUploadUrl: async ({ body }, { principal }) => ({
       status: 201,
       body: await uploads.createUploadUrl(principal.accountId, body),
