@@ -181,9 +181,15 @@ export interface paths {
     "/uploads/{upload_id}": {
         parameters: {
             query: {
-                /** @description Expiry of the URL, in seconds since the epoch; part of what the signature covers. */
+                /**
+                 * @description Expiry of the URL, in seconds since the epoch; part of what the signature covers. Decimal
+                 *     without a leading zero, sign or space, as issued; any other spelling is refused (403).
+                 */
                 expires: components["parameters"]["UploadExpires"];
-                /** @description HMAC over the method, upload id, exact size, sha256 and expiry (base64url). */
+                /**
+                 * @description HMAC-SHA256 over the method, upload id, exact size, sha256 and expiry: unpadded base64url,
+                 *     exactly as issued; another encoding of the same bytes is refused (403).
+                 */
                 signature: components["parameters"]["UploadSignature"];
             };
             header?: never;
@@ -198,9 +204,13 @@ export interface paths {
          * Upload a package to a presigned URL
          * @description Step two of `svc publish`. Use the `upload_url` exactly as returned (in service mode it
          *     may point at object storage instead). The URL is the credential: no `Authorization`
-         *     header. The body must have exactly the signed size and sha256. A tampered or expired URL
-         *     is 403, a wrong length 400 or 413, a hash mismatch 422, a second use 409; a failed upload
-         *     leaves nothing behind.
+         *     header, and no other spelling of it (a leading zero, a parameter twice, another encoding
+         *     of the signature). The body must have exactly the signed size and sha256. A tampered,
+         *     rewritten or expired URL is 403, a wrong length 400 or 413 (answered as soon as the length
+         *     is known), a hash mismatch 422, a second use 409, an upload already under way 409, a body
+         *     slower than the service takes 408, one still running when the service stops 503. The PUT
+         *     may take as long as the URL lives. A failed or interrupted upload leaves nothing behind
+         *     and the URL can be tried again until it expires.
          */
         put: operations["uploadPackage"];
         post?: never;
@@ -1416,6 +1426,28 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
+        /**
+         * @description The request took too long to arrive: its body came slower than the service takes (see
+         *     `SVC_REQUEST_TIMEOUT` and `SVC_MIN_BODY_RATE`). The connection is closed; send the request
+         *     again.
+         */
+        RequestTimeout: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "type": "/problems/request_timeout",
+                 *       "title": "Request timeout",
+                 *       "status": 408,
+                 *       "detail": "The request body arrived too slowly.",
+                 *       "code": "request_timeout"
+                 *     }
+                 */
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
         /** @description The request body is larger than the service accepts. */
         PayloadTooLarge: {
             headers: {
@@ -1515,8 +1547,9 @@ export interface components {
             };
         };
         /**
-         * @description The service cannot reach its store (or the store is too slow to answer) just now. Nothing was
-         *     changed; try again after `Retry-After` seconds.
+         * @description The service cannot reach its store (or the store is too slow to answer) just now, or it is
+         *     stopping and the request was still running at the end of its grace (`shutting_down`). Nothing
+         *     was changed; try again after `Retry-After` seconds.
          */
         ServiceUnavailable: {
             headers: {
@@ -1649,9 +1682,15 @@ export interface components {
         KeyId: string;
         /** @description The upload id from the upload URL. */
         UploadId: string;
-        /** @description Expiry of the URL, in seconds since the epoch; part of what the signature covers. */
+        /**
+         * @description Expiry of the URL, in seconds since the epoch; part of what the signature covers. Decimal
+         *     without a leading zero, sign or space, as issued; any other spelling is refused (403).
+         */
         UploadExpires: string;
-        /** @description HMAC over the method, upload id, exact size, sha256 and expiry (base64url). */
+        /**
+         * @description HMAC-SHA256 over the method, upload id, exact size, sha256 and expiry: unpadded base64url,
+         *     exactly as issued; another encoding of the same bytes is refused (403).
+         */
         UploadSignature: string;
         /** @description The id of the mini-app version. */
         VersionId: string;
@@ -1698,6 +1737,7 @@ export interface operations {
                 };
             };
             400: components["responses"]["BadRequest"];
+            408: components["responses"]["RequestTimeout"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["UnprocessableEntity"];
@@ -1730,6 +1770,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            408: components["responses"]["RequestTimeout"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["UnprocessableEntity"];
@@ -1762,6 +1803,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             403: components["responses"]["Forbidden"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
@@ -1795,6 +1837,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            408: components["responses"]["RequestTimeout"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["UnprocessableEntity"];
@@ -1875,6 +1918,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
@@ -1933,6 +1977,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            408: components["responses"]["RequestTimeout"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["UnprocessableEntity"];
@@ -1943,9 +1988,15 @@ export interface operations {
     uploadPackage: {
         parameters: {
             query: {
-                /** @description Expiry of the URL, in seconds since the epoch; part of what the signature covers. */
+                /**
+                 * @description Expiry of the URL, in seconds since the epoch; part of what the signature covers. Decimal
+                 *     without a leading zero, sign or space, as issued; any other spelling is refused (403).
+                 */
                 expires: components["parameters"]["UploadExpires"];
-                /** @description HMAC over the method, upload id, exact size, sha256 and expiry (base64url). */
+                /**
+                 * @description HMAC-SHA256 over the method, upload id, exact size, sha256 and expiry: unpadded base64url,
+                 *     exactly as issued; another encoding of the same bytes is refused (403).
+                 */
                 signature: components["parameters"]["UploadSignature"];
             };
             header?: never;
@@ -1972,6 +2023,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             403: components["responses"]["Forbidden"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
@@ -2006,6 +2058,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
@@ -2067,6 +2120,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
@@ -2170,6 +2224,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
@@ -2213,6 +2268,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
@@ -2328,6 +2384,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
@@ -2371,6 +2428,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["UnprocessableDeviceId"];
@@ -2438,6 +2496,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
