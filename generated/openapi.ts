@@ -206,9 +206,15 @@ export interface paths {
     "/uploads/{upload_id}": {
         parameters: {
             query: {
-                /** @description Expiry of the URL, in seconds since the epoch; part of what the signature covers. */
+                /**
+                 * @description Expiry of the URL, in seconds since the epoch; part of what the signature covers. Decimal
+                 *     without a leading zero, sign or space, as issued; any other spelling is refused (403).
+                 */
                 expires: components["parameters"]["UploadExpires"];
-                /** @description HMAC over the method, upload id, exact size, sha256 and expiry (base64url). */
+                /**
+                 * @description HMAC-SHA256 over the method, upload id, exact size, sha256 and expiry: unpadded base64url,
+                 *     exactly as issued; another encoding of the same bytes is refused (403).
+                 */
                 signature: components["parameters"]["UploadSignature"];
             };
             header?: never;
@@ -223,9 +229,13 @@ export interface paths {
          * Upload a package to a presigned URL
          * @description Step two of `svc publish`. Use the `upload_url` exactly as returned (in service mode it
          *     may point at object storage instead). The URL is the credential: no `Authorization`
-         *     header. The body must have exactly the signed size and sha256. A tampered or expired URL
-         *     is 403, a wrong length 400 or 413, a hash mismatch 422, a second use 409; a failed upload
-         *     leaves nothing behind.
+         *     header, and no other spelling of it (a leading zero, a parameter twice, another encoding
+         *     of the signature). The body must have exactly the signed size and sha256. A tampered,
+         *     rewritten or expired URL is 403, a wrong length 400 or 413 (answered as soon as the length
+         *     is known), a hash mismatch 422, a second use 409, an upload already under way 409, a body
+         *     slower than the service takes 408, one still running when the service stops 503. The PUT
+         *     may take as long as the URL lives. A failed or interrupted upload leaves nothing behind
+         *     and the URL can be tried again until it expires.
          */
         put: operations["uploadPackage"];
         post?: never;
@@ -1508,6 +1518,28 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
+        /**
+         * @description The request took too long to arrive: its body came slower than the service takes (see
+         *     `SVC_REQUEST_TIMEOUT` and `SVC_MIN_BODY_RATE`). The connection is closed; send the request
+         *     again.
+         */
+        RequestTimeout: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "type": "/problems/request_timeout",
+                 *       "title": "Request timeout",
+                 *       "status": 408,
+                 *       "detail": "The request body arrived too slowly.",
+                 *       "code": "request_timeout"
+                 *     }
+                 */
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
         /** @description The request body is larger than the service accepts. */
         PayloadTooLarge: {
             headers: {
@@ -1607,8 +1639,9 @@ export interface components {
             };
         };
         /**
-         * @description The service cannot reach its store (or the store is too slow to answer) just now. Nothing was
-         *     changed; try again after `Retry-After` seconds.
+         * @description The service cannot reach its store (or the store is too slow to answer) just now, or it is
+         *     stopping and the request was still running at the end of its grace (`shutting_down`). Nothing
+         *     was changed; try again after `Retry-After` seconds.
          */
         ServiceUnavailable: {
             headers: {
@@ -1741,9 +1774,15 @@ export interface components {
         KeyId: string;
         /** @description The upload id from the upload URL. */
         UploadId: string;
-        /** @description Expiry of the URL, in seconds since the epoch; part of what the signature covers. */
+        /**
+         * @description Expiry of the URL, in seconds since the epoch; part of what the signature covers. Decimal
+         *     without a leading zero, sign or space, as issued; any other spelling is refused (403).
+         */
         UploadExpires: string;
-        /** @description HMAC over the method, upload id, exact size, sha256 and expiry (base64url). */
+        /**
+         * @description HMAC-SHA256 over the method, upload id, exact size, sha256 and expiry: unpadded base64url,
+         *     exactly as issued; another encoding of the same bytes is refused (403).
+         */
         UploadSignature: string;
         /** @description The id of the mini-app version. */
         VersionId: string;
@@ -1790,6 +1829,7 @@ export interface operations {
                 };
             };
             400: components["responses"]["BadRequest"];
+            408: components["responses"]["RequestTimeout"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["UnprocessableEntity"];
@@ -1822,6 +1862,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            408: components["responses"]["RequestTimeout"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["UnprocessableEntity"];
@@ -1854,6 +1895,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             403: components["responses"]["Forbidden"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
@@ -1887,6 +1929,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            408: components["responses"]["RequestTimeout"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["UnprocessableEntity"];
@@ -1919,6 +1962,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            408: components["responses"]["RequestTimeout"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["UnprocessableEntity"];
@@ -1998,6 +2042,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
@@ -2056,6 +2101,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            408: components["responses"]["RequestTimeout"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["UnprocessableEntity"];
@@ -2066,9 +2112,15 @@ export interface operations {
     uploadPackage: {
         parameters: {
             query: {
-                /** @description Expiry of the URL, in seconds since the epoch; part of what the signature covers. */
+                /**
+                 * @description Expiry of the URL, in seconds since the epoch; part of what the signature covers. Decimal
+                 *     without a leading zero, sign or space, as issued; any other spelling is refused (403).
+                 */
                 expires: components["parameters"]["UploadExpires"];
-                /** @description HMAC over the method, upload id, exact size, sha256 and expiry (base64url). */
+                /**
+                 * @description HMAC-SHA256 over the method, upload id, exact size, sha256 and expiry: unpadded base64url,
+                 *     exactly as issued; another encoding of the same bytes is refused (403).
+                 */
                 signature: components["parameters"]["UploadSignature"];
             };
             header?: never;
@@ -2095,6 +2147,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             403: components["responses"]["Forbidden"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
@@ -2129,6 +2182,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
@@ -2214,6 +2268,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
@@ -2317,6 +2372,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
@@ -2360,6 +2416,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
@@ -2475,6 +2532,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
@@ -2518,6 +2576,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["UnprocessableDeviceId"];
@@ -2585,6 +2644,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];

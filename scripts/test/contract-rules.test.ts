@@ -46,7 +46,7 @@ function expectedStatuses(op: Operation): string[] {
   if (op.id !== 'getHealth') statuses.push('503'); // the store unreachable or too slow
   if (op.secured) statuses.push('401');
   if (op.tags.includes('Admin')) statuses.push('403');
-  if (op.hasBody) statuses.push('413', '415', '422');
+  if (op.hasBody) statuses.push('408', '413', '415', '422'); // 408: a body too slow to arrive
   return statuses;
 }
 

@@ -1,12 +1,14 @@
 /**
  * The app factory: takes config and dependencies, returns `{ app, start, stop }`. Middleware in a
- * fixed order: old-CLI check → per operation: express.json (where it takes JSON), contract
- * validator, handler → docs → problems.
+ * fixed order: requests in flight and their pacing → old-CLI check → the presigned upload URL's
+ * form → per operation: express.json (where it takes JSON), contract validator, handler → docs →
+ * problems.
  */
 import { readFileSync } from 'node:fs';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import express from 'express';
+import { routes } from '../../generated/routes.ts';
 import type { AdminCode } from './accounts/admin-codes.ts';
 import { type Clock, systemClock } from './clock.ts';
 import type { Config } from './config.ts';
@@ -16,7 +18,11 @@ import { requireCurrentCli } from './http/cli-version.ts';
 import { docsRouter } from './http/docs.ts';
 import { notFound, problemMiddleware } from './http/errors.ts';
 import { createHandlers } from './http/handlers/index.ts';
+import { inFlightRequests } from './http/in-flight.ts';
+import { requireIssuedUploadUrl } from './http/presigned-upload.ts';
+import { ProblemError } from './http/problem.ts';
 import { baseUrlFor } from './http/public-url.ts';
+import { requestPacing } from './http/request-pacing.ts';
 import { answerParserErrors, originFormTarget } from './http/transport.ts';
 import { contractValidators } from './http/validation.ts';
 import { ensureSigningKey } from './identity/signing-keys.ts';
@@ -39,6 +45,11 @@ export interface RunningApp {
   url: string;
   /** One-time codes for the listed admin emails not yet claimed: for the operator's eyes only. */
   adminCodes: AdminCode[];
+}
+
+export interface StoppedApp {
+  /** Requests still running at the end of the shutdown grace, and cut. */
+  cut: number;
 }
 
 export function createApp(config: Config, deps: AppDependencies = {}) {
@@ -67,8 +78,20 @@ export function createApp(config: Config, deps: AppDependencies = {}) {
   // API answers carry no validators (no ETag, no Last-Modified), so no conditional request is
   // ever fresh: without this, `If-None-Match: *` turned a 200 into an empty 304.
   Object.defineProperty(app.request, 'fresh', { configurable: true, get: () => false });
+  const inFlight = inFlightRequests();
+  const pacing = requestPacing({
+    timeoutMs: config.requestTimeoutSeconds * 1000,
+    minBytesPerSecond: config.minBodyBytesPerSecond,
+  });
+  app.use(inFlight.track, pacing.middleware);
   app.use(originFormTarget);
   app.use(requireCurrentCli);
+  // The presigned upload PUT may take as long as its URL lives, and its URL is its credential.
+  app.put(
+    routes.uploadPackage.expressPath,
+    pacing.allowing(config.uploadUrlTtlSeconds * 1000),
+    requireIssuedUploadUrl,
+  );
   app.use(
     bindHandlers(express.Router(), createHandlers(services), {
       authenticate: bearerAuthenticator(services.tokens),
@@ -83,6 +106,13 @@ export function createApp(config: Config, deps: AppDependencies = {}) {
   app.use(problemMiddleware({ logger, jsonLimitBytes: config.jsonLimitBytes }));
 
   let server: Server | undefined;
+  let sweeper: NodeJS.Timeout | undefined;
+  let sweeping: Promise<void> = Promise.resolve();
+  const sweepUploads = () => {
+    sweeping = services.uploads
+      .sweep()
+      .catch((error: unknown) => logger.error('upload sweep failed', { error }));
+  };
 
   return {
     app,
@@ -91,10 +121,16 @@ export function createApp(config: Config, deps: AppDependencies = {}) {
       await migrateToLatest(db);
       await ensureSigningKey(db, clock);
       const adminCodes = await services.adminCodes.issue();
+      // Uploads whose receivers died (a crash, a kill) are let go, and their partial files deleted,
+      // now and whenever a lease could have lapsed since.
+      await services.uploads.sweep();
+      sweeper = setInterval(sweepUploads, config.uploadLeaseSeconds * 1000).unref();
       server = app.listen(config.port, config.host);
       answerParserErrors(server);
-      // A package upload may take as long as its URL lives; Node's default cuts requests at 5 minutes.
-      server.requestTimeout = config.uploadUrlTtlSeconds * 1000;
+      // Each request's own deadline is kept by `requestPacing`; Node's, one for the whole server,
+      // is only a backstop behind the longest of them (an upload's). Headers take the short one.
+      server.requestTimeout = (config.uploadUrlTtlSeconds + config.requestTimeoutSeconds) * 1000;
+      server.headersTimeout = Math.min(60_000, config.requestTimeoutSeconds * 1000);
       await new Promise<void>((resolve, reject) => {
         server?.once('listening', resolve).once('error', reject);
       });
@@ -103,15 +139,42 @@ export function createApp(config: Config, deps: AppDependencies = {}) {
       listeningUrl = `http://${host}:${port}`;
       return { url: listeningUrl, adminCodes };
     },
-    /** Stops taking connections, lets in-flight requests finish, then closes the store. */
-    async stop(): Promise<void> {
+    /**
+     * Stops taking connections and lets requests in flight finish for up to the shutdown grace;
+     * then answers those still running 503 and closes their connections (a cut upload lets its URL
+     * go and deletes its partial file), and closes the store.
+     */
+    async stop(): Promise<StoppedApp> {
+      clearInterval(sweeper);
+      let cut = 0;
       if (server) {
-        const closing = new Promise<void>((resolve) => server?.close(() => resolve()));
-        server.closeIdleConnections();
-        await closing;
+        const stopping = server;
+        const closed = new Promise<void>((resolve) => stopping.close(() => resolve()));
+        stopping.closeIdleConnections();
+        let graceTimer: NodeJS.Timeout | undefined;
+        const graceOver = new Promise<'grace over'>((resolve) => {
+          graceTimer = setTimeout(() => resolve('grace over'), config.shutdownGraceSeconds * 1000);
+        });
+        const outcome = await Promise.race([closed, graceOver]);
+        clearTimeout(graceTimer);
+        if (outcome === 'grace over') {
+          cut = inFlight.size;
+          logger.info('stopping: cutting requests still in flight', { requests: cut });
+          await inFlight.cutAll(
+            new ProblemError(503, 'shutting_down', 'The service is stopping: try again in a few seconds.', {
+              headers: { 'Retry-After': '5' },
+            }),
+            1000,
+          );
+          stopping.closeAllConnections();
+          await closed;
+        }
         server = undefined;
       }
+      // Cut uploads release their URL and delete their partial file before the store closes.
+      await Promise.all([services.uploads.settled(), sweeping]);
       if (ownsDb) await db.destroy();
+      return { cut };
     },
   };
 }

@@ -25,8 +25,22 @@ export interface Config {
   tokenTtlSeconds: number;
   /** Largest mini-app package, in bytes. */
   maxPackageBytes: number;
-  /** How long a presigned upload URL works, in seconds. */
+  /** How long a presigned upload URL works, in seconds; also how long its PUT may take to arrive. */
   uploadUrlTtlSeconds: number;
+  /**
+   * How long any other request (headers and body) may take to arrive, in seconds; also the window
+   * over which every body, uploads included, must keep up `minBodyBytesPerSecond`.
+   */
+  requestTimeoutSeconds: number;
+  /** The slowest a request body may arrive, in bytes per second, averaged over each window. */
+  minBodyBytesPerSecond: number;
+  /**
+   * How long an upload in progress holds its URL without news from its receiver, in seconds. The
+   * receiver renews the hold while bytes flow; one that died (crash, kill) loses it when it lapses.
+   */
+  uploadLeaseSeconds: number;
+  /** On SIGTERM, how long requests in flight may take to finish before they are cut, in seconds. */
+  shutdownGraceSeconds: number;
   /** Largest JSON request body, in bytes. */
   jsonLimitBytes: number;
   /**
@@ -70,11 +84,11 @@ export function parseDuration(name: string, raw: string): number {
   return seconds;
 }
 
-function byteCount(env: Env, name: string, fallback: number): number {
+function byteCount(env: Env, name: string, fallback: number, example = '52428800'): number {
   const raw = text(env, name, String(fallback));
   const value = Number(raw);
   if (!Number.isSafeInteger(value) || value <= 0) {
-    throw new ConfigError(`${name} must be a positive number of bytes, such as 52428800, not "${raw}"`);
+    throw new ConfigError(`${name} must be a positive number of bytes, such as ${example}, not "${raw}"`);
   }
   return value;
 }
@@ -138,6 +152,10 @@ export function loadConfig(env: Env = process.env): Config {
       contract.components.schemas.PackageLimits.properties.max_package_bytes.default,
     ),
     uploadUrlTtlSeconds: parseDuration('SVC_UPLOAD_URL_TTL', text(env, 'SVC_UPLOAD_URL_TTL', '15m')),
+    requestTimeoutSeconds: parseDuration('SVC_REQUEST_TIMEOUT', text(env, 'SVC_REQUEST_TIMEOUT', '30s')),
+    minBodyBytesPerSecond: byteCount(env, 'SVC_MIN_BODY_RATE', 1024, '1024'),
+    uploadLeaseSeconds: parseDuration('SVC_UPLOAD_LEASE', text(env, 'SVC_UPLOAD_LEASE', '30s')),
+    shutdownGraceSeconds: parseDuration('SVC_SHUTDOWN_GRACE', text(env, 'SVC_SHUTDOWN_GRACE', '5s')),
     trustProxy: env.SVC_TRUST_PROXY?.trim() || undefined,
     jsonLimitBytes: 1024 * 1024,
     validateResponses: false,

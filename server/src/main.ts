@@ -110,11 +110,18 @@ async function main(): Promise<void> {
   const shutdown = (signal: string) => {
     if (stopping) return;
     stopping = true;
-    logger.info('stopping: finishing in-flight requests', { signal });
+    logger.info('stopping: finishing in-flight requests', {
+      signal,
+      graceSeconds: config.shutdownGraceSeconds,
+    });
     service.stop().then(
-      () => {
+      ({ cut }) => {
         lock?.release();
-        process.stdout.write('svc stopped: requests finished, store closed.\n');
+        const requests =
+          cut === 0
+            ? 'requests finished'
+            : `${cut} request${cut === 1 ? '' : 's'} cut after the ${config.shutdownGraceSeconds} s grace`;
+        process.stdout.write(`svc stopped: ${requests}, store closed.\n`);
         process.exit(0);
       },
       (error: unknown) => {

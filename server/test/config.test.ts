@@ -14,6 +14,10 @@ describe('config', () => {
     assert.equal(config.signup, 'open');
     assert.equal(config.tokenTtlSeconds, 3600);
     assert.equal(config.adminEmails.size, 0);
+    assert.equal(config.requestTimeoutSeconds, 30);
+    assert.equal(config.minBodyBytesPerSecond, 1024);
+    assert.equal(config.uploadLeaseSeconds, 30);
+    assert.equal(config.shutdownGraceSeconds, 5);
   });
 
   test('when variables are set then they are read and normalised', () => {
@@ -26,6 +30,10 @@ describe('config', () => {
       SVC_SIGNUP: 'closed',
       SVC_ADMIN_EMAILS: ' Root@Example.com, ops@example.com ,',
       SVC_TOKEN_TTL: '15m',
+      SVC_REQUEST_TIMEOUT: '10s',
+      SVC_MIN_BODY_RATE: '512',
+      SVC_UPLOAD_LEASE: '1m',
+      SVC_SHUTDOWN_GRACE: '20',
     });
     assert.equal(config.port, 9000);
     assert.equal(config.dataDir, '/var/lib/svc');
@@ -33,6 +41,10 @@ describe('config', () => {
     assert.equal(config.signup, 'closed');
     assert.deepEqual([...config.adminEmails], ['root@example.com', 'ops@example.com']);
     assert.equal(config.tokenTtlSeconds, 900);
+    assert.equal(config.requestTimeoutSeconds, 10);
+    assert.equal(config.minBodyBytesPerSecond, 512);
+    assert.equal(config.uploadLeaseSeconds, 60);
+    assert.equal(config.shutdownGraceSeconds, 20);
   });
 
   const bad: [Record<string, string>, RegExp][] = [
@@ -46,6 +58,10 @@ describe('config', () => {
     [{ DATABASE_URL: 'mysql://localhost/svc' }, /^DATABASE_URL /],
     [{ SVC_ADMIN_EMAILS: 'notanemail' }, /^SVC_ADMIN_EMAILS must be emails .*"notanemail" is not an email/],
     [{ SVC_ADMIN_EMAILS: 'root@example.com;ops@example.com' }, /^SVC_ADMIN_EMAILS /],
+    [{ SVC_REQUEST_TIMEOUT: '0' }, /^SVC_REQUEST_TIMEOUT /],
+    [{ SVC_MIN_BODY_RATE: 'fast' }, /^SVC_MIN_BODY_RATE must be a positive number of bytes, such as 1024/],
+    [{ SVC_UPLOAD_LEASE: '-5s' }, /^SVC_UPLOAD_LEASE /],
+    [{ SVC_SHUTDOWN_GRACE: 'soon' }, /^SVC_SHUTDOWN_GRACE /],
   ];
   for (const [env, message] of bad) {
     test(`when ${JSON.stringify(env)} then start-up fails naming the variable`, () => {

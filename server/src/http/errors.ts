@@ -3,6 +3,7 @@
  * `code`. Never a stack trace or an HTML page; unexpected errors are logged for the operator and
  * answered with a plain 500.
  */
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { NextFunction, Request, Response } from 'express';
 import { multilineTextPatternSource, textPatternSource } from '../../../generated/patterns.ts';
 import type { Logger } from '../logger.ts';
@@ -98,6 +99,7 @@ export function problemMiddleware(options: { logger: Logger; jsonLimitBytes: num
       res.end();
       return;
     }
+    closeWhileBodyArrives(req, res);
     for (const [name, value] of Object.entries(problem.headers)) res.setHeader(name, value);
     if (problem.status === 401) res.setHeader('WWW-Authenticate', 'Bearer');
     res
@@ -107,10 +109,50 @@ export function problemMiddleware(options: { logger: Logger; jsonLimitBytes: num
   };
 }
 
+/** Whether part of the request's body has yet to arrive. */
+export function bodyStillArriving(req: IncomingMessage): boolean {
+  if (req.complete) return false;
+  const length = req.headers['content-length'];
+  return req.headers['transfer-encoding'] !== undefined || (length !== undefined && Number(length) > 0);
+}
+
+/**
+ * An answer given while the body is still arriving closes the connection once it is out: the rest
+ * of the body is never read (a 413 does not wait for the 20 MiB it refuses, a 401 for a body it
+ * will not look at), and whatever was reading the request stops.
+ */
+function closeWhileBodyArrives(req: IncomingMessage, res: ServerResponse): void {
+  if (!bodyStillArriving(req)) return;
+  res.setHeader('Connection', 'close');
+  res.once('close', () => {
+    if (!req.complete) req.destroy();
+  });
+}
+
+/**
+ * Answers `problem` from outside the middleware chain (a deadline, a stopping service), and closes
+ * the connection: the handler may still be running, and what it does later no longer reaches the
+ * client. Once an answer is under way, or the client cannot hear one, the connection is just cut.
+ */
+export function answerAndClose(req: IncomingMessage, res: ServerResponse, problem: ProblemError): void {
+  if (res.headersSent || !req.socket.writable) {
+    req.socket.destroy();
+    return;
+  }
+  closeWhileBodyArrives(req, res);
+  const body = JSON.stringify(problem.toProblem(instancePath(req)));
+  for (const [name, value] of Object.entries(problem.headers)) res.setHeader(name, value);
+  res.statusCode = problem.status;
+  res.setHeader('Content-Type', 'application/problem+json; charset=utf-8');
+  res.setHeader('Content-Length', Buffer.byteLength(body));
+  res.setHeader('Connection', 'close');
+  res.end(body);
+}
+
 /** The path the problem is about, never its query: that may hold a presigned URL's signature or a token. */
-function instancePath(req: Request): string {
+function instancePath(req: IncomingMessage & { originalUrl?: string }): string {
   try {
-    return new URL(req.originalUrl, 'http://instance.invalid').pathname;
+    return new URL(req.originalUrl ?? req.url ?? '/', 'http://instance.invalid').pathname;
   } catch {
     return '/';
   }

@@ -9,6 +9,7 @@ const titles: Record<number, string> = {
   403: 'Forbidden',
   404: 'Not found',
   405: 'Method not allowed',
+  408: 'Request timeout',
   409: 'Conflict',
   413: 'Payload too large',
   415: 'Unsupported media type',

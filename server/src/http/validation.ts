@@ -6,10 +6,11 @@
  * always validated (no type coercion, unknown query parameters refused), responses in tests.
  */
 import { describeUnstorableText, findUnstorableText } from '@svc/sdk';
-import express, { type RequestHandler } from 'express';
+import type { RequestHandler } from 'express';
 import * as OpenApiValidator from 'express-openapi-validator';
 import type { OpenAPIV3 } from 'express-openapi-validator/dist/framework/types.js';
 import { type OperationId, routes } from '../../../generated/routes.ts';
+import { jsonBody } from './json-body.ts';
 import { ProblemError } from './problem.ts';
 
 type Contract = OpenAPIV3.DocumentV3_1;
@@ -23,7 +24,7 @@ export function contractValidators(
   options: { validateResponses: boolean; jsonLimitBytes: number },
 ) {
   const byPath = new Map<string, RequestHandler[]>();
-  const json = express.json({ limit: options.jsonLimitBytes });
+  const json = jsonBody(options.jsonLimitBytes);
   return (operationId: OperationId): RequestHandler[] => {
     const { openapiPath, method } = routes[operationId];
     const operation = contract.paths?.[openapiPath]?.[method] as

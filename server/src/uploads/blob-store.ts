@@ -1,20 +1,34 @@
 /**
- * Package files on disk (`$DATA_DIR/blobs`): written to a temporary file while they stream in,
- * then renamed into place in one step, so a reader never sees half a package.
+ * Package files on disk (`$DATA_DIR/blobs`): written to a partial file while they stream in, then
+ * renamed into place in one step, so a reader never sees half a package. A partial file is named
+ * for its upload and for the claim of the PUT writing it, so that whatever a dead receiver left can
+ * be told from what a live one is writing (replicas may share the folder).
  */
-import { randomBytes } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
-import { rename, rm } from 'node:fs/promises';
+import { readdir, rename, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 
-export interface BlobStore {
-  /** A fresh temporary path, on the same file system as the packages. */
-  temporaryPath(): string;
-  packagePath(uploadId: string): string;
-  /** Moves a finished temporary file to its package path. */
-  keep(temporary: string, uploadId: string): Promise<void>;
-  discard(temporary: string): Promise<void>;
+export interface PartialFile {
+  path: string;
+  /** Unset for a file of another naming (an older version of the service). */
+  uploadId?: string;
+  claim?: string;
+  modifiedAt: Date;
 }
+
+export interface BlobStore {
+  /** Where one PUT (`claim`) of an upload writes, on the same file system as the packages. */
+  partialPath(uploadId: string, claim: string): string;
+  packagePath(uploadId: string): string;
+  /** Moves a finished partial file to its package path. */
+  keep(partial: string, uploadId: string): Promise<void>;
+  discard(partial: string): Promise<void>;
+  /** Every partial file in the folder. */
+  partials(): Promise<PartialFile[]>;
+}
+
+const uuid = '[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}';
+const partialName = new RegExp(`^(${uuid})\\.(${uuid})\\.part$`);
 
 export function createBlobStore(dataDir: string): BlobStore {
   const incoming = join(dataDir, 'blobs', 'incoming');
@@ -23,9 +37,26 @@ export function createBlobStore(dataDir: string): BlobStore {
   mkdirSync(packages, { recursive: true });
   const packagePath = (uploadId: string) => join(packages, `${uploadId}.tar.gz`);
   return {
-    temporaryPath: () => join(incoming, `${randomBytes(12).toString('hex')}.part`),
+    partialPath: (uploadId, claim) => join(incoming, `${uploadId}.${claim}.part`),
     packagePath,
-    keep: (temporary, uploadId) => rename(temporary, packagePath(uploadId)),
-    discard: (temporary) => rm(temporary, { force: true }),
+    keep: (partial, uploadId) => rename(partial, packagePath(uploadId)),
+    discard: (partial) => rm(partial, { force: true }),
+    async partials() {
+      const names = (await readdir(incoming)).filter((name) => name.endsWith('.part'));
+      const found = await Promise.all(
+        names.map(async (name): Promise<PartialFile | undefined> => {
+          const path = join(incoming, name);
+          // Another replica may delete it meanwhile.
+          const modifiedAt = await stat(path).then(
+            (s) => s.mtime,
+            () => undefined,
+          );
+          if (!modifiedAt) return undefined;
+          const [, uploadId, claim] = partialName.exec(name) ?? [];
+          return { path, modifiedAt, ...(uploadId && claim ? { uploadId, claim } : {}) };
+        }),
+      );
+      return found.filter((file) => file !== undefined);
+    },
   };
 }

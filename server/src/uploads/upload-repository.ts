@@ -9,6 +9,10 @@ export interface UploadRow {
   created_at: Date;
   expires_at: Date;
   receiving_since: Date | null;
+  /** The PUT receiving the upload now; it also names that PUT's partial file. */
+  receiving_claim: string | null;
+  /** Until when the claim holds without being renewed. */
+  lease_expires_at: Date | null;
   stored_at: Date | null;
   submitted_at: Date | null;
 }
@@ -27,30 +31,64 @@ export async function findUpload(db: Db, id: string): Promise<UploadRow | undefi
 }
 
 /**
- * Starts receiving: only one PUT at a time, never after the package is stored. A claim older
- * than `staleBefore` belongs to a PUT that died without releasing it.
+ * Starts receiving under `claim`: only one PUT at a time, never after the package is stored. A
+ * claim whose lease has lapsed belongs to a receiver that died or stalled, and is taken over.
  */
 export async function claimUpload(
   db: Db,
   id: string,
-  at: Date,
-  staleBefore: Date,
+  claim: { claim: string; at: Date; leaseExpiresAt: Date },
 ): Promise<UploadRow | undefined> {
   const [row] = await db<UploadRow>('uploads')
     .where({ id })
     .whereNull('stored_at')
-    .where((q) => q.whereNull('receiving_since').orWhere('receiving_since', '<', staleBefore))
-    .update({ receiving_since: at })
+    .where((q) => q.whereNull('receiving_claim').orWhere('lease_expires_at', '<', claim.at))
+    .update({
+      receiving_since: claim.at,
+      receiving_claim: claim.claim,
+      lease_expires_at: claim.leaseExpiresAt,
+    })
     .returning('*');
   return fromDb(row);
 }
 
-export async function releaseUpload(db: Db, id: string): Promise<void> {
-  await db('uploads').where({ id }).whereNull('stored_at').update({ receiving_since: null });
+/** Extends the lease of `claim`; false when the upload is no longer held by it (taken over). */
+export async function renewLease(db: Db, id: string, claim: string, leaseExpiresAt: Date): Promise<boolean> {
+  const updated = await db('uploads')
+    .where({ id, receiving_claim: claim })
+    .update({ lease_expires_at: leaseExpiresAt })
+    .returning('id');
+  return updated.length > 0;
 }
 
-export async function markStored(db: Db, id: string, at: Date): Promise<void> {
-  await db('uploads').where({ id }).update({ stored_at: at, receiving_since: null });
+const released = { receiving_since: null, receiving_claim: null, lease_expires_at: null };
+
+export async function releaseUpload(db: Db, id: string, claim: string): Promise<void> {
+  await db('uploads').where({ id, receiving_claim: claim }).whereNull('stored_at').update(released);
+}
+
+/** Releases every claim whose lease lapsed before `now`: their receivers are gone. */
+export async function releaseLapsedClaims(db: Db, now: Date): Promise<void> {
+  await db('uploads').whereNotNull('receiving_claim').where('lease_expires_at', '<', now).update(released);
+}
+
+/** The current claim of each of `ids` that is being received (absent: not held, or no such upload). */
+export async function currentClaims(db: Db, ids: string[]): Promise<Map<string, string>> {
+  if (ids.length === 0) return new Map();
+  const rows: { id: string; receiving_claim: string }[] = await db('uploads')
+    .whereIn('id', ids)
+    .whereNotNull('receiving_claim')
+    .select('id', 'receiving_claim');
+  return new Map(rows.map((row) => [row.id, row.receiving_claim]));
+}
+
+/** Marks the upload stored; false when `claim` no longer holds it. */
+export async function markStored(db: Db, id: string, claim: string, at: Date): Promise<boolean> {
+  const updated = await db('uploads')
+    .where({ id, receiving_claim: claim })
+    .update({ stored_at: at, ...released })
+    .returning('id');
+  return updated.length > 0;
 }
 
 /** Marks the upload submitted; false when it was submitted already (two submits race). */

@@ -1,8 +1,10 @@
 /**
  * Presigned uploads (DESIGN.md §8): a URL signed for one package (exact size and sha256) that
- * works once, until it expires. The PUT streams to a temporary file while it is hashed and
+ * works once, until it expires. The PUT streams to a partial file while it is hashed and
  * counted, and is renamed into place only when size and hash match; a failed upload leaves
- * nothing behind and the URL can be tried again until it expires.
+ * nothing behind and the URL can be tried again until it expires. A PUT holds its URL by a lease
+ * it renews while bytes flow: one whose receiver died lets the URL go when the lease lapses, and
+ * `sweep` deletes what it left.
  */
 import { createHash, randomUUID } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
@@ -16,13 +18,21 @@ import type { Db } from '../store/db.ts';
 import type { BlobStore } from './blob-store.ts';
 import {
   claimUpload,
+  currentClaims,
   findUpload,
   insertUpload,
   markStored,
+  releaseLapsedClaims,
   releaseUpload,
+  renewLease,
   type UploadRow,
 } from './upload-repository.ts';
-import { signUpload, uploadSigningKey, verifyUploadSignature } from './upload-signature.ts';
+import {
+  parseCanonicalExpires,
+  signUpload,
+  uploadSigningKey,
+  verifyUploadSignature,
+} from './upload-signature.ts';
 
 export type UploadUrl = components['schemas']['UploadUrl'];
 export type PackageUpload = components['schemas']['PackageUpload'];
@@ -52,6 +62,14 @@ async function receiveInto(body: Readable, count: Transform, file: Writable): Pr
   }
 }
 
+/** A forged, altered or rewritten upload URL: the one answer whatever part of it is wrong. */
+export const invalidUploadUrl = () =>
+  new ProblemError(
+    403,
+    'invalid_upload_url',
+    'This upload URL is not valid: ask for a new one (svc publish does).',
+  );
+
 export function toApiPackageUpload(row: UploadRow): PackageUpload {
   return {
     upload_id: row.id,
@@ -70,7 +88,17 @@ export interface UploadService {
     body: Readable,
     declaredLength: string | undefined,
   ): Promise<UploadRow>;
+  /**
+   * Lets go of the uploads whose receivers stopped renewing their lease (they died), and deletes
+   * the partial files here that no live PUT is writing.
+   */
+  sweep(): Promise<void>;
+  /** Resolves once every PUT under way has ended, its clean-up included. */
+  settled(): Promise<void>;
 }
+
+const heldElsewhere = () =>
+  new ProblemError(409, 'upload_in_progress', 'Another upload to this URL is in progress.');
 
 export function createUploadService(deps: {
   db: Db;
@@ -90,6 +118,10 @@ export function createUploadService(deps: {
     });
     return signingKey;
   };
+
+  const leaseMs = config.uploadLeaseSeconds * 1000;
+  /** The PUTs under way, each settling once it has ended and cleaned up. */
+  const receptions = new Set<Promise<void>>();
 
   return {
     async createUploadUrl(accountId, { size, sha256 }) {
@@ -111,6 +143,8 @@ export function createUploadService(deps: {
         created_at: now,
         expires_at: new Date(expires * 1000),
         receiving_since: null,
+        receiving_claim: null,
+        lease_expires_at: null,
         stored_at: null,
         submitted_at: null,
       };
@@ -127,22 +161,18 @@ export function createUploadService(deps: {
 
     async receive(uploadId, query, body, declaredLength) {
       const upload = await findUpload(db, uploadId);
-      const expires = Number(query.expires);
+      // Only the spelling the service wrote: `expires=0…` names the same second but is not that URL.
+      const expires = parseCanonicalExpires(query.expires);
       const signed =
         upload !== undefined &&
+        expires !== undefined &&
         Math.floor(upload.expires_at.getTime() / 1000) === expires &&
         verifyUploadSignature(
           await key(),
           { uploadId, size: upload.size, sha256: upload.sha256, expires },
           query.signature,
         );
-      if (!upload || !signed) {
-        throw new ProblemError(
-          403,
-          'invalid_upload_url',
-          'This upload URL is not valid: ask for a new one (svc publish does).',
-        );
-      }
+      if (!upload || !signed) throw invalidUploadUrl();
       const now = clock();
       if (upload.expires_at.getTime() <= now.getTime()) {
         throw new ProblemError(403, 'upload_url_expired', 'This upload URL has expired: ask for a new one.');
@@ -167,57 +197,121 @@ export function createUploadService(deps: {
           );
         }
       }
-      const staleBefore = new Date(now.getTime() - config.uploadUrlTtlSeconds * 1000);
-      if (!(await claimUpload(db, uploadId, now, staleBefore))) {
-        throw new ProblemError(409, 'upload_in_progress', 'Another upload to this URL is in progress.');
-      }
+      const claim = randomUUID();
+      const claimed = await claimUpload(db, uploadId, {
+        claim,
+        at: now,
+        leaseExpiresAt: new Date(now.getTime() + leaseMs),
+      });
+      if (!claimed) throw heldElsewhere();
+      const reception = receiveClaimed(upload, claim, body);
+      const ended = reception.then(
+        () => undefined,
+        () => undefined,
+      );
+      receptions.add(ended);
+      void ended.then(() => receptions.delete(ended));
+      return reception;
+    },
 
-      const temporary = blobs.temporaryPath();
-      try {
-        const hash = createHash('sha256');
-        let received = 0;
-        const count = new Transform({
-          transform(chunk: Buffer, _encoding, done) {
-            received += chunk.length;
-            if (received > upload.size) {
-              done(
-                new ProblemError(
-                  413,
-                  'wrong_length',
-                  `This URL takes exactly ${upload.size} bytes, and more came.`,
-                ),
-              );
-              return;
-            }
-            hash.update(chunk);
-            done(null, chunk);
-          },
-        });
-        await receiveInto(body, count, createWriteStream(temporary, { flags: 'wx', mode: 0o600 }));
-        if (received < upload.size) {
-          throw new ProblemError(
-            400,
-            'wrong_length',
-            `This URL takes exactly ${upload.size} bytes; ${received} came.`,
-          );
-        }
-        const sha256 = hash.digest('hex');
-        if (sha256 !== upload.sha256) {
-          throw new ProblemError(
-            422,
-            'sha256_mismatch',
-            `The package's sha256 is ${sha256}, not the ${upload.sha256} the URL was made for.`,
-          );
-        }
-        await blobs.keep(temporary, uploadId);
-        const storedAt = clock();
-        await markStored(db, uploadId, storedAt);
-        return { ...upload, stored_at: storedAt };
-      } catch (error) {
-        await blobs.discard(temporary);
-        await releaseUpload(db, uploadId);
-        throw error;
-      }
+    async sweep() {
+      await releaseLapsedClaims(db, clock());
+      const files = await blobs.partials();
+      const ids = [...new Set(files.flatMap((file) => (file.uploadId ? [file.uploadId] : [])))];
+      const claims = await currentClaims(db, ids);
+      // A file of another naming is no one's once no PUT could still be writing it: a PUT
+      // lasts at most as long as its URL lives. (File times are the real time, not the clock's.)
+      const unnamedBefore = Date.now() - config.uploadUrlTtlSeconds * 1000;
+      const abandoned = files.filter((file) =>
+        file.uploadId ? claims.get(file.uploadId) !== file.claim : file.modifiedAt.getTime() < unnamedBefore,
+      );
+      await Promise.all(abandoned.map((file) => blobs.discard(file.path)));
+    },
+
+    async settled() {
+      await Promise.all(receptions);
     },
   };
+
+  /** Streams the body of a claimed upload into its partial file, and keeps it when it is right. */
+  async function receiveClaimed(upload: UploadRow, claim: string, body: Readable): Promise<UploadRow> {
+    const uploadId = upload.id;
+    const partial = blobs.partialPath(uploadId, claim);
+    let received = 0;
+    let renewedAt = 0;
+    const hash = createHash('sha256');
+    const count = new Transform({
+      transform(chunk: Buffer, _encoding, done) {
+        received += chunk.length;
+        if (received > upload.size) {
+          done(
+            new ProblemError(
+              413,
+              'wrong_length',
+              `This URL takes exactly ${upload.size} bytes, and more came.`,
+            ),
+          );
+          return;
+        }
+        hash.update(chunk);
+        done(null, chunk);
+      },
+    });
+    // The lease is renewed while bytes flow; a stalled PUT lets it lapse, and may be taken over.
+    const renewal = setInterval(() => {
+      if (received === renewedAt) return;
+      renewedAt = received;
+      renewLease(db, uploadId, claim, new Date(clock().getTime() + leaseMs)).then(
+        (held) => {
+          if (!held) count.destroy(heldElsewhere());
+        },
+        // The store did not answer: the next renewal tries again, and the claim is checked
+        // again before the package is kept.
+        () => undefined,
+      );
+    }, leaseMs / 3);
+    try {
+      // What dead claims on this upload left here is no one's now that this PUT holds it.
+      const leftovers = (await blobs.partials()).filter(
+        (file) => file.uploadId === uploadId && file.claim !== claim,
+      );
+      await Promise.all(leftovers.map((file) => blobs.discard(file.path)));
+      await receiveInto(body, count, createWriteStream(partial, { flags: 'wx', mode: 0o600 }));
+      if (received < upload.size) {
+        throw new ProblemError(
+          400,
+          'wrong_length',
+          `This URL takes exactly ${upload.size} bytes; ${received} came.`,
+        );
+      }
+      const sha256 = hash.digest('hex');
+      if (sha256 !== upload.sha256) {
+        throw new ProblemError(
+          422,
+          'sha256_mismatch',
+          `The package's sha256 is ${sha256}, not the ${upload.sha256} the URL was made for.`,
+        );
+      }
+      if (!(await renewLease(db, uploadId, claim, new Date(clock().getTime() + leaseMs)))) {
+        throw heldElsewhere();
+      }
+      await blobs.keep(partial, uploadId);
+      const storedAt = clock();
+      // Lost in the instant since the renewal: the package in place has the same bytes anyway.
+      if (!(await markStored(db, uploadId, claim, storedAt))) throw heldElsewhere();
+      return {
+        ...upload,
+        stored_at: storedAt,
+        receiving_since: null,
+        receiving_claim: null,
+        lease_expires_at: null,
+      };
+    } catch (error) {
+      await blobs.discard(partial);
+      await releaseUpload(db, uploadId, claim);
+      throw error;
+    } finally {
+      clearInterval(renewal);
+    }
+  }
 }

@@ -67,17 +67,98 @@ export function rawExchange(base: string, bytes: string | Buffer): Promise<RawRe
     const chunks: Buffer[] = [];
     socket.on('data', (chunk: Buffer) => chunks.push(chunk));
     socket.on('error', reject);
-    socket.on('close', () => {
-      const text = Buffer.concat(chunks).toString('utf8');
-      const [head = '', ...rest] = text.split('\r\n\r\n');
-      const [statusLine = '', ...headerLines] = head.split('\r\n');
-      const headers = Object.fromEntries(
-        headerLines.map((line) => {
-          const colon = line.indexOf(':');
-          return [line.slice(0, colon).trim().toLowerCase(), line.slice(colon + 1).trim()];
-        }),
-      );
-      resolve({ status: Number(statusLine.split(' ')[1] ?? 0), headers, body: rest.join('\r\n\r\n') });
-    });
+    socket.on('close', () => resolve(parseRaw(Buffer.concat(chunks))));
   });
+}
+
+function parseRaw(bytes: Buffer): RawReply {
+  const text = bytes.toString('utf8');
+  const [head = '', ...rest] = text.split('\r\n\r\n');
+  const [statusLine = '', ...headerLines] = head.split('\r\n');
+  const headers = Object.fromEntries(
+    headerLines.map((line) => {
+      const colon = line.indexOf(':');
+      return [line.slice(0, colon).trim().toLowerCase(), line.slice(colon + 1).trim()];
+    }),
+  );
+  return { status: Number(statusLine.split(' ')[1] ?? 0), headers, body: rest.join('\r\n\r\n') };
+}
+
+/** A request whose body the test writes bit by bit, over a raw TCP connection. */
+export interface StreamedRequest {
+  /** The answer, once the server has closed the connection; status 0 if it closed without one. */
+  reply: Promise<RawReply>;
+  /** Whether any of the answer has arrived yet. */
+  answered(): boolean;
+  /** Body bytes written so far. */
+  bodyBytesSent(): number;
+  send(bytes: string | Buffer): void;
+  /** Goes away without finishing (the client crashed, or gave up). */
+  abandon(): void;
+}
+
+/**
+ * Opens a connection and sends `head` (request line and headers, ending in an empty line); the
+ * body follows with `send`. Errors after the server has closed (a reset, a write to a closed
+ * socket) are what a client sending too much sees: the answer read so far is still the reply.
+ */
+export function startRequest(base: string, head: string): StreamedRequest {
+  const { hostname, port } = new URL(base);
+  const socket = connect({ host: hostname, port: Number(port) });
+  socket.write(head);
+  const chunks: Buffer[] = [];
+  let sent = 0;
+  socket.on('data', (chunk: Buffer) => chunks.push(chunk));
+  socket.on('error', () => {});
+  const reply = new Promise<RawReply>((resolve) => {
+    socket.on('close', () => resolve(parseRaw(Buffer.concat(chunks))));
+  });
+  return {
+    reply,
+    answered: () => chunks.length > 0,
+    bodyBytesSent: () => sent,
+    send(bytes) {
+      if (socket.destroyed || !socket.writable) return;
+      sent += Buffer.byteLength(bytes);
+      socket.write(bytes);
+    },
+    abandon: () => socket.destroy(),
+  };
+}
+
+const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * Sends `body` one piece every `intervalMs` until the server answers (or all is sent), then waits
+ * for the answer; gives up (status 0) after `giveUpMs` in all. The reply says how much of the body
+ * went out before the answer came.
+ */
+export async function trickle(
+  request: StreamedRequest,
+  body: Iterable<string | Buffer>,
+  options: { intervalMs: number; giveUpMs: number },
+): Promise<RawReply & { bodyBytesSent: number }> {
+  const giveUp = Date.now() + options.giveUpMs;
+  for (const piece of body) {
+    if (request.answered() || Date.now() > giveUp) break;
+    request.send(piece);
+    await pause(options.intervalMs);
+  }
+  const sent = request.bodyBytesSent();
+  const left = Math.max(0, giveUp - Date.now());
+  const reply = await Promise.race([request.reply, pause(left).then(() => undefined)]);
+  if (!reply) {
+    request.abandon();
+    return { status: 0, headers: {}, body: '', bodyBytesSent: sent };
+  }
+  return { ...reply, bodyBytesSent: sent };
+}
+
+/** Waits until `check` holds, trying every 50 ms; fails naming `what` after `timeoutMs`. */
+export async function eventually(what: string, check: () => boolean | Promise<boolean>, timeoutMs = 10_000) {
+  const end = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > end) throw new Error(`gave up waiting: ${what}`);
+    await pause(50);
+  }
 }

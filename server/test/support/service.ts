@@ -10,13 +10,21 @@ import type { Logger } from '../../src/logger.ts';
 import { openTestStore, type TestStore } from './store.ts';
 
 export class TestClock {
-  now: number;
-  constructor(start = Date.parse('2026-11-21T10:00:00Z')) {
-    this.now = start;
+  private base: number;
+  private readonly runs: boolean;
+  /** Where real time stood at the start, for a clock that runs. */
+  private readonly realStart = Date.now();
+  /** A clock stands still unless moved; one that `runs` also follows real time (leases, renewals). */
+  constructor(start = Date.parse('2026-11-21T10:00:00Z'), runs = false) {
+    this.base = start;
+    this.runs = runs;
+  }
+  get now(): number {
+    return this.base + (this.runs ? Date.now() - this.realStart : 0);
   }
   readonly clock = () => new Date(this.now);
   advance(ms: number): void {
-    this.now += ms;
+    this.base += ms;
   }
 }
 
@@ -34,13 +42,20 @@ export interface TestService {
 
 export async function startTestService(
   env: Record<string, string> = {},
-  options: { store?: TestStore; docsDir?: string } = {},
+  options: {
+    store?: TestStore;
+    docsDir?: string;
+    clockRuns?: boolean;
+    /** A data folder the caller owns (replicas sharing one); by default one of the test's own. */
+    dataDir?: string;
+  } = {},
 ): Promise<TestService> {
   // Package files go to a data folder of the test's own; the store is given below.
-  const dataDir = mkdtempSync(join(tmpdir(), 'svc-test-data-'));
+  const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'svc-test-data-'));
   const config: Config = { ...loadConfig({ PORT: '0', DATA_DIR: dataDir, ...env }), validateResponses: true };
   const store = options.store ?? (await openTestStore());
-  const clock = new TestClock();
+  // Replicas with running clocks must agree on the time: theirs is the real one.
+  const clock = options.clockRuns ? new TestClock(Date.now(), true) : new TestClock();
   const logs: string[] = [];
   const logger: Logger = {
     info: (message, fields) => logs.push(JSON.stringify({ message, ...fields })),
@@ -60,7 +75,7 @@ export async function startTestService(
     async stop() {
       await app.stop();
       if (!options.store) await store.close();
-      rmSync(dataDir, { recursive: true, force: true });
+      if (!options.dataDir) rmSync(dataDir, { recursive: true, force: true });
     },
   };
 }

@@ -7,6 +7,7 @@ import * as accounts from './20261121090000_accounts.ts';
 import * as signingKeys from './20261121090100_signing_keys.ts';
 import * as miniApps from './20261121100000_mini_apps.ts';
 import * as adminClaims from './20261123090000_admin_claims.ts';
+import * as uploadLeases from './20261201090000_upload_leases.ts';
 
 interface Migration {
   up(db: Knex): Promise<void>;
@@ -18,6 +19,7 @@ const migrations: [name: string, migration: Migration][] = [
   ['20261121090100_signing_keys', signingKeys],
   ['20261121100000_mini_apps', miniApps],
   ['20261123090000_admin_claims', adminClaims],
+  ['20261201090000_upload_leases', uploadLeases],
 ];
 
 export const migrationSource: Knex.MigrationSource<[string, Migration]> = {

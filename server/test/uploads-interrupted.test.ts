@@ -1,0 +1,128 @@
+/**
+ * Uploads cut by the service going away, with the service as `npm start` runs it in a process of
+ * its own: stopped with SIGTERM while a client stalls mid-upload, or killed outright.
+ */
+import assert from 'node:assert/strict';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, describe, test } from 'node:test';
+import { signUpDeveloper } from './support/accounts.ts';
+import { call, eventually, startRequest } from './support/http.ts';
+import { makePackage, manifestFor, type TestPackage } from './support/packages.ts';
+import { exitOf, type ServiceProcess, startServiceProcess } from './support/service-process.ts';
+
+const partialFiles = (dataDir: string) =>
+  readdirSync(join(dataDir, 'blobs', 'incoming')).filter((name) => name.endsWith('.part'));
+
+async function put(target: string, body: Buffer) {
+  const response = await fetch(target, {
+    method: 'PUT',
+    headers: { 'content-type': 'application/gzip' },
+    body,
+  });
+  const text = await response.text();
+  return { status: response.status, body: text ? JSON.parse(text) : undefined };
+}
+
+/** The same upload URL on the service as it runs now (its port changes with each start). */
+function on(service: ServiceProcess, target: string): string {
+  const { pathname, search } = new URL(target);
+  return `${service.url}${pathname}${search}`;
+}
+
+/** Asks for an upload URL and starts a PUT that sends half the package, then stalls. */
+async function stallHalfwayThroughAnUpload(service: ServiceProcess, dataDir: string, pkg: TestPackage) {
+  const developer = await signUpDeveloper(service.url);
+  const target = await call(service.url, 'POST', '/api/v1/mini-apps/upload-url', {
+    token: developer.token,
+    body: { size: pkg.size, sha256: pkg.sha256 },
+  });
+  assert.equal(target.status, 201, JSON.stringify(target.body));
+  const { host, pathname, search } = new URL(target.body.upload_url);
+  const stalled = startRequest(
+    service.url,
+    `PUT ${pathname}${search} HTTP/1.1\r\nHost: ${host}\r\nContent-Type: application/gzip\r\n` +
+      `Content-Length: ${pkg.size}\r\nConnection: close\r\n\r\n`,
+  );
+  stalled.send(pkg.bytes.subarray(0, Math.floor(pkg.size / 2)));
+  await eventually('the upload is under way', () => partialFiles(dataDir).length === 1);
+  const second = await put(target.body.upload_url, pkg.bytes);
+  assert.equal(second.body?.code, 'upload_in_progress', 'while it lasts, the URL is held');
+  return { uploadUrl: target.body.upload_url as string, stalled };
+}
+
+/** `promise`, or a failure naming `what` after `ms`. */
+function within<T>(ms: number, what: string, promise: Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_resolve, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what} took longer than ${ms} ms`)), ms);
+  });
+  return Promise.race([promise, late]).finally(() => clearTimeout(timer));
+}
+
+describe('uploads interrupted by the service stopping', () => {
+  const dataDirs: string[] = [];
+  const freshDataDir = () => {
+    const dir = mkdtempSync(join(tmpdir(), 'svc-interrupted-'));
+    dataDirs.push(dir);
+    return dir;
+  };
+  after(() => {
+    for (const dir of dataDirs) rmSync(dir, { recursive: true, force: true });
+  });
+
+  test('when SIGTERM arrives while an upload stalls halfway then the process exits after the grace, the client hears 503, and the URL works after restart', async () => {
+    const dataDir = freshDataDir();
+    const pkg = makePackage(manifestFor('com.example.sigterm', '1.0.0'));
+    const service = await startServiceProcess({ dataDir, env: { SVC_SHUTDOWN_GRACE: '1s' } });
+    const { uploadUrl, stalled } = await stallHalfwayThroughAnUpload(service, dataDir, pkg);
+
+    const exited = exitOf(service.child);
+    service.child.kill('SIGTERM');
+    try {
+      // The grace is 1 s; before, the process waited for the client as long as the URL lived (15 min).
+      assert.equal(await within(10_000, 'stopping', exited), 0);
+    } finally {
+      if (service.child.exitCode === null) service.child.kill('SIGKILL');
+      stalled.abandon();
+    }
+    const answer = await stalled.reply;
+    assert.equal(answer.status, 503, answer.body);
+    assert.equal(JSON.parse(answer.body).code, 'shutting_down');
+    assert.deepEqual(partialFiles(dataDir), [], 'the cut upload left no partial file');
+
+    const again = await startServiceProcess({ dataDir });
+    try {
+      const reply = await put(on(again, uploadUrl), pkg.bytes);
+      assert.equal(reply.status, 201, JSON.stringify(reply.body));
+    } finally {
+      await again.stop();
+    }
+  });
+
+  test('when the process is killed mid-upload then after restart its partial file is deleted and the URL works again', async () => {
+    const dataDir = freshDataDir();
+    const pkg = makePackage(manifestFor('com.example.sigkill', '1.0.0'));
+    const env = { SVC_UPLOAD_LEASE: '1s' };
+    const service = await startServiceProcess({ dataDir, env });
+    const { uploadUrl, stalled } = await stallHalfwayThroughAnUpload(service, dataDir, pkg);
+
+    const exited = exitOf(service.child);
+    service.child.kill('SIGKILL');
+    await exited;
+    stalled.abandon();
+    assert.equal(partialFiles(dataDir).length, 1, 'the killed process could not clean up');
+
+    const again = await startServiceProcess({ dataDir, env });
+    try {
+      // The dead receiver's 1 s hold lapses, and the service lets the URL go.
+      await eventually('the partial file is deleted', () => partialFiles(dataDir).length === 0);
+      const reply = await put(on(again, uploadUrl), pkg.bytes);
+      assert.equal(reply.status, 201, JSON.stringify(reply.body));
+      assert.deepEqual(partialFiles(dataDir), []);
+    } finally {
+      await again.stop();
+    }
+  });
+});
