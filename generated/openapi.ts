@@ -194,7 +194,9 @@ export interface paths {
          * Get a presigned upload URL
          * @description Step one of `svc publish`. Returns a URL signed over the method, the upload id, the exact
          *     size, the sha256 and an expiry (15 minutes by default). PUT the package there with no
-         *     `Authorization` header, then submit the `upload_id`. A size over the package limit is 413.
+         *     `Authorization` header, then submit the `upload_id`. A size over the package limit is 413;
+         *     an `app_id` that belongs to another developer is 403; a `version` the app has, or one not
+         *     greater than its latest, is 409: decided before any byte is uploaded.
          */
         post: operations["createUploadUrl"];
         delete?: never;
@@ -941,14 +943,35 @@ export interface components {
             title?: string & components["schemas"]["Text"];
         };
         /**
+         * AppId
+         * @description A mini-app's id, in reverse-DNS form. The first submission of an id claims it for its developer.
+         * @example com.example.hello-car
+         */
+        AppId: string;
+        /**
+         * Version
+         * @description A semantic version 2.0.0 (`1.4.0`, `2.0.0-beta.1`, `1.0.0+build.7`), exactly as semver.org's
+         *     grammar has it: no leading zeros in numeric identifiers, so `1.0.0-01` is not a version.
+         *     Versions are ordered by semver precedence.
+         * @example 1.0.0
+         */
+        Version: string;
+        /**
          * UploadUrlRequest
-         * @description The package about to be uploaded; the URL is signed for exactly this size and hash.
+         * @description The package about to be uploaded; the URL is signed for exactly this size and hash. `app_id` and
+         *     `version` are what its manifest says: the service refuses before any byte is sent what it would
+         *     refuse at submit (an app id of another developer, a version not greater than the app's latest),
+         *     and at submit a package whose manifest says otherwise.
          * @example {
+         *       "app_id": "com.example.hello-car",
+         *       "version": "1.0.0",
          *       "size": 18342,
          *       "sha256": "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
          *     }
          */
         UploadUrlRequest: {
+            app_id: components["schemas"]["AppId"];
+            version: components["schemas"]["Version"];
             /** @description Bytes of the `.tar.gz` package. */
             size: number;
             /** @description Lowercase hex SHA-256 of the package. */
@@ -1028,14 +1051,6 @@ export interface components {
          */
         ReviewState: "submitted" | "in_review" | "approved" | "rejected" | "published" | "withdrawn" | "superseded" | "removed";
         /**
-         * Version
-         * @description A semantic version 2.0.0 (`1.4.0`, `2.0.0-beta.1`, `1.0.0+build.7`), exactly as semver.org's
-         *     grammar has it: no leading zeros in numeric identifiers, so `1.0.0-01` is not a version.
-         *     Versions are ordered by semver precedence.
-         * @example 1.0.0
-         */
-        Version: string;
-        /**
          * Brand
          * @description The vehicle maker, as its lowercase wire string. It must agree with the prefix of the
          *     `device_id` it travels with. `x-native-id-patterns` gives, per brand, the format of the
@@ -1064,8 +1079,7 @@ export interface components {
          *     }
          */
         Manifest: {
-            /** @description The app id, in reverse-DNS form. The first submission of an id claims it for its developer. */
-            id: string;
+            id: components["schemas"]["AppId"];
             name: string & components["schemas"]["Text"];
             /** @description Each submitted version of an app must be greater than every earlier one. */
             version: string & components["schemas"]["Version"];
@@ -2101,7 +2115,9 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             408: components["responses"]["RequestTimeout"];
+            409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["UnprocessableEntity"];

@@ -136,7 +136,7 @@ describe('publishing with svc, end to end', () => {
     assert.equal(run.code, 1);
     assert.match(
       run.stderr,
-      /1\.1\.0 is not greater than 1\.1\.0, its latest version: raise the version in manifest\.json/,
+      /com\.example\.hello-car 1\.1\.0 was submitted already: raise the version in manifest\.json/,
     );
     assert.doesNotMatch(run.stderr, /uploaded/, 'refused before anything is uploaded');
     assert.equal((await status()).latest_version.version, '1.1.0');

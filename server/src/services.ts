@@ -25,6 +25,7 @@ export function createServices(deps: {
   const blobs = createBlobStore(config.dataDir);
   const tokens = createTokenService(db, config, clock);
   const failures = createFailureLimit(db, clock);
+  const uploads = createUploadService({ db, config, clock, blobs, baseUrl: () => deps.audience() });
   return {
     db,
     config,
@@ -34,7 +35,7 @@ export function createServices(deps: {
     adminCodes: createAdminCodeService(db, config, clock),
     keys: createKeyService(db, clock, () => tokens.forgetCached()),
     signIn: createSignInService({ db, clock, tokens, failures, audience: deps.audience }),
-    uploads: createUploadService({ db, config, clock, blobs, baseUrl: () => deps.audience() }),
-    miniApps: createMiniAppService({ db, clock, blobs }),
+    uploads,
+    miniApps: createMiniAppService({ db, clock, blobs, uploads }),
   };
 }

@@ -97,7 +97,7 @@ describe('hostile text', () => {
     const pkg = makePackage(manifest);
     const target = await call(url, 'POST', '/api/v1/mini-apps/upload-url', {
       token: developer.token,
-      body: { size: pkg.size, sha256: pkg.sha256 },
+      body: { app_id: pkg.appId, version: pkg.version, size: pkg.size, sha256: pkg.sha256 },
     });
     assert.equal(target.status, 201, JSON.stringify(target.body));
     const put = await fetch(target.body.upload_url, {

@@ -5,6 +5,7 @@ import { openTestStore, type TestStore } from './support/store.ts';
 
 const tables = [
   'accounts',
+  'admin_codes',
   'ssh_keys',
   'login_challenges',
   'access_tokens',

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { readdirSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
 import { request } from 'node:http';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -28,10 +28,10 @@ describe('publishing mini-apps', () => {
   });
   after(() => service.stop());
 
-  const uploadUrl = (who: Developer, pkg: { size: number; sha256: string }) =>
+  const uploadUrl = (who: Developer, pkg: { appId: string; version: string; size: number; sha256: string }) =>
     call(url, 'POST', '/api/v1/mini-apps/upload-url', {
       token: who.token,
-      body: { size: pkg.size, sha256: pkg.sha256 },
+      body: { app_id: pkg.appId, version: pkg.version, size: pkg.size, sha256: pkg.sha256 },
     });
 
   async function put(target: string, body: Buffer, headers: Record<string, string> = {}) {
@@ -47,7 +47,8 @@ describe('publishing mini-apps', () => {
   async function publish(who: Developer, pkg: TestPackage) {
     service.clock.advance(1_000); // so that submission times differ, and queue order means something
     const target = await uploadUrl(who, pkg);
-    assert.equal(target.status, 201, JSON.stringify(target.body));
+    // What submit would refuse is refused here, before any byte is sent.
+    if (target.status !== 201) return target;
     const uploaded = await put(target.body.upload_url, pkg.bytes);
     assert.equal(uploaded.status, 201, JSON.stringify(uploaded.body));
     return call(url, 'POST', '/api/v1/mini-apps/submit', {
@@ -116,7 +117,12 @@ describe('publishing mini-apps', () => {
   });
 
   test('when the package is over SVC_MAX_PACKAGE_BYTES then the upload URL is refused with 413', async () => {
-    const reply = await uploadUrl(developer, { size: 200_001, sha256: 'a'.repeat(64) });
+    const reply = await uploadUrl(developer, {
+      appId: 'com.example.big',
+      version: '1.0.0',
+      size: 200_001,
+      sha256: 'a'.repeat(64),
+    });
     assert.equal(reply.status, 413);
     assert.equal(reply.body.code, 'package_too_large');
   });
@@ -234,7 +240,12 @@ describe('publishing mini-apps', () => {
 
   test('when a version has a leading zero in a numeric identifier (1.0.0-01) then 422, and the app takes a good version after', async () => {
     for (const version of ['1.0.0-01', '1.0.0-rc.007', '01.0.0']) {
-      const reply = await publish(developer, makePackage(manifestFor('com.example.zeros', version)));
+      const asked = await uploadUrl(developer, makePackage(manifestFor('com.example.zeros', version)));
+      assert.equal(asked.status, 400, version);
+      assert.equal(asked.body.errors[0].path, '/body/version');
+      // A package whose manifest says it, uploaded under a good version: submit's own check.
+      const pkg = { ...makePackage(manifestFor('com.example.zeros', version)), version: '1.0.0' };
+      const reply = await publish(developer, pkg);
       assert.equal(reply.status, 422, `${version}: ${JSON.stringify(reply.body)}`);
       assert.equal(reply.body.code, 'manifest_invalid');
       assert.ok(reply.body.errors.some((e: { path: string }) => e.path === '/manifest/version'));
@@ -285,6 +296,8 @@ describe('publishing mini-apps', () => {
     ]);
     const bytes = gzipSync(tar);
     const pkg = {
+      appId: 'com.example.escape',
+      version: '1.0.0',
       path: '',
       bytes,
       size: bytes.length,
@@ -295,6 +308,61 @@ describe('publishing mini-apps', () => {
     assert.equal(reply.body.code, 'unsafe_path');
     const mine = await call(url, 'GET', '/api/v1/mini-apps/mine', { token: developer.token });
     assert.ok(!mine.body.mini_apps.some((a: { id: string }) => a.id === 'com.example.escape'));
+  });
+
+  test('when the upload URL is asked for an app id of another developer or a version not greater then it is refused before any byte is sent', async () => {
+    const owner = await signUpDeveloper(url);
+    const first = await publish(owner, makePackage(manifestFor('com.example.owned', '2.0.0')));
+    assert.equal(first.status, 201, JSON.stringify(first.body));
+    const intruder = await uploadUrl(developer, makePackage(manifestFor('com.example.owned', '3.0.0')));
+    assert.equal(intruder.status, 403);
+    assert.equal(intruder.body.code, 'app_owned_by_another');
+    for (const [version, code] of [
+      ['2.0.0', 'version_exists'],
+      ['1.9.0', 'version_not_greater'],
+    ] as const) {
+      const refused = await uploadUrl(owner, makePackage(manifestFor('com.example.owned', version)));
+      assert.equal(refused.status, 409, version);
+      assert.equal(refused.body.code, code);
+    }
+    const next = await uploadUrl(owner, makePackage(manifestFor('com.example.owned', '2.1.0')));
+    assert.equal(next.status, 201);
+  });
+
+  test('when a package is refused at submit then its file is deleted, and submitting it again says it was refused', async () => {
+    const pkg = makePackage(manifestFor('com.example.refused', '1.0.0'), { 'other.html': 'x' });
+    const target = (await uploadUrl(developer, pkg)).body;
+    assert.equal((await put(target.upload_url, pkg.bytes)).status, 201);
+    const stored = join(service.config.dataDir, 'blobs', 'packages', `${target.upload_id}.tar.gz`);
+    assert.ok(existsSync(stored));
+    const submit = () =>
+      call(url, 'POST', '/api/v1/mini-apps/submit', {
+        token: developer.token,
+        body: { upload_id: target.upload_id },
+      });
+    const refused = await submit();
+    assert.equal(refused.status, 422);
+    assert.equal(refused.body.code, 'entry_missing');
+    assert.ok(!existsSync(stored), 'the refused package is deleted');
+    const again = await submit();
+    assert.equal(again.status, 409);
+    assert.equal(again.body.code, 'upload_refused');
+  });
+
+  test('when the package says another app or version than its upload URL was asked for then submit is 422', async () => {
+    const pkg = makePackage(manifestFor('com.example.switched', '1.0.0'));
+    const target = await call(url, 'POST', '/api/v1/mini-apps/upload-url', {
+      token: developer.token,
+      body: { app_id: 'com.example.switched', version: '5.0.0', size: pkg.size, sha256: pkg.sha256 },
+    });
+    assert.equal(target.status, 201);
+    assert.equal((await put(target.body.upload_url, pkg.bytes)).status, 201);
+    const submitted = await call(url, 'POST', '/api/v1/mini-apps/submit', {
+      token: developer.token,
+      body: { upload_id: target.body.upload_id },
+    });
+    assert.equal(submitted.status, 422);
+    assert.equal(submitted.body.code, 'package_mismatch');
   });
 
   test('when an upload is submitted twice then the second is 409', async () => {

@@ -36,7 +36,7 @@ async function stallHalfwayThroughAnUpload(service: ServiceProcess, dataDir: str
   const developer = await signUpDeveloper(service.url);
   const target = await call(service.url, 'POST', '/api/v1/mini-apps/upload-url', {
     token: developer.token,
-    body: { size: pkg.size, sha256: pkg.sha256 },
+    body: { app_id: pkg.appId, version: pkg.version, size: pkg.size, sha256: pkg.sha256 },
   });
   assert.equal(target.status, 201, JSON.stringify(target.body));
   const { host, pathname, search } = new URL(target.body.upload_url);

@@ -21,7 +21,7 @@ interface Target {
 async function uploadUrl(service: TestService, developer: Developer, pkg: TestPackage): Promise<Target> {
   const reply = await call(service.url, 'POST', '/api/v1/mini-apps/upload-url', {
     token: developer.token,
-    body: { size: pkg.size, sha256: pkg.sha256 },
+    body: { app_id: pkg.appId, version: pkg.version, size: pkg.size, sha256: pkg.sha256 },
   });
   assert.equal(reply.status, 201, JSON.stringify(reply.body));
   return reply.body;

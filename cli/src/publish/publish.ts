@@ -1,7 +1,7 @@
 /** `svc publish`: check the manifest, pack, get a presigned URL, upload, submit. */
 import { rmSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { compareVersions, type components } from '@svc/sdk';
+import type { components } from '@svc/sdk';
 import type { SvcContext } from '../context.ts';
 import { CliError, ExitCode } from '../errors.ts';
 import { expectOk, requireToken, type Session } from '../session.ts';
@@ -44,20 +44,6 @@ export async function preparePackage(dir: string) {
 }
 
 /**
- * Versions only go up: checked here too, so that a forgotten version bump is refused before the
- * upload rather than after it. The service checks again at submit.
- */
-async function refuseOldVersion(session: Session, manifest: Manifest): Promise<void> {
-  const { mini_apps: apps } = await expectOk(session, session.client.GET('/api/v1/mini-apps/mine'));
-  const latest = apps.find((app) => app.id === manifest.id)?.latest_version?.version;
-  if (latest && compareVersions(manifest.version, latest) <= 0) {
-    throw new CliError(
-      `${manifest.id} ${manifest.version} is not greater than ${latest}, its latest version: raise the version in manifest.json.`,
-    );
-  }
-}
-
-/**
  * While `work` runs, Ctrl-C ends svc at once (exit 130) and says what became of the publish:
  * a person who stops an upload wants to know whether anything reached the review queue.
  */
@@ -89,11 +75,19 @@ export async function publish(
   const { summary, packed } = await preparePackage(dir);
   try {
     const { client } = session;
-    await refuseOldVersion(session, summary.manifest);
+    // The service refuses an app id of another developer or a version not greater right here,
+    // before any byte is uploaded.
     checkLimits(summary, await serviceLimits(session));
     const target = await expectOk(
       session,
-      client.POST('/api/v1/mini-apps/upload-url', { body: { size: packed.size, sha256: packed.sha256 } }),
+      client.POST('/api/v1/mini-apps/upload-url', {
+        body: {
+          app_id: summary.manifest.id,
+          version: summary.manifest.version,
+          size: packed.size,
+          sha256: packed.sha256,
+        },
+      }),
     );
     const progress = createProgress(context.stderr, packed.size);
     const removePackage = () => rmSync(dirname(packed.path), { recursive: true, force: true });

@@ -7,7 +7,8 @@ import type { Clock } from '../clock.ts';
 import { ProblemError } from '../http/problem.ts';
 import type { Db } from '../store/db.ts';
 import type { BlobStore } from '../uploads/blob-store.ts';
-import { findUpload, markSubmitted } from '../uploads/upload-repository.ts';
+import { findUpload, markRefused, markSubmitted, type UploadRow } from '../uploads/upload-repository.ts';
+import type { UploadService, UploadUrl } from '../uploads/upload-service.ts';
 import {
   findApp,
   findPublished,
@@ -66,7 +67,46 @@ function toApiApp(app: MiniAppRow, versions: VersionRow[]): MiniApp {
   };
 }
 
+/**
+ * What makes a version one its developer may submit: the app id is theirs (or nobody's yet), and
+ * the version is new and greater than every earlier one. Asked when the upload URL is, so that
+ * nothing is uploaded in vain, and again at submit, where it counts.
+ */
+async function refuseSubmission(
+  db: Db,
+  accountId: string,
+  app: Pick<MiniAppRow, 'id' | 'owner_id'> | undefined,
+  appId: string,
+  version: string,
+): Promise<void> {
+  if (app && app.owner_id !== accountId) {
+    throw new ProblemError(403, 'app_owned_by_another', `The app id ${appId} belongs to another developer.`);
+  }
+  if (!app) return;
+  const earlier = await listVersionNumbers(db, app.id);
+  if (earlier.includes(version)) {
+    throw new ProblemError(
+      409,
+      'version_exists',
+      `${appId} ${version} was submitted already: raise the version in manifest.json.`,
+    );
+  }
+  const highest = earlier.filter(isVersion).sort(compareVersions).at(-1);
+  if (highest && compareVersions(version, highest) <= 0) {
+    throw new ProblemError(
+      409,
+      'version_not_greater',
+      `${appId} ${version} is not greater than ${highest}, its latest version: raise the version in manifest.json.`,
+    );
+  }
+}
+
 export interface MiniAppService {
+  /** An upload URL for a new version of `app_id`, refused at once when submit would refuse it. */
+  requestUpload(
+    principal: Principal,
+    input: { size: number; sha256: string; app_id: string; version: string },
+  ): Promise<UploadUrl>;
   submit(principal: Principal, uploadId: string): Promise<VersionRow>;
   listMine(principal: Principal): Promise<MiniApp[]>;
   transition(
@@ -78,10 +118,69 @@ export interface MiniAppService {
   reviewQueue(principal: Principal): Promise<VersionRow[]>;
 }
 
-export function createMiniAppService(deps: { db: Db; clock: Clock; blobs: BlobStore }): MiniAppService {
-  const { db, clock, blobs } = deps;
+export function createMiniAppService(deps: {
+  db: Db;
+  clock: Clock;
+  blobs: BlobStore;
+  uploads: UploadService;
+}): MiniAppService {
+  const { db, clock, blobs, uploads } = deps;
+
+  /** Checks and records the submission; throws the refusal, a ProblemError. */
+  async function submitStored(principal: Principal, upload: UploadRow): Promise<VersionRow> {
+    const { manifest } = await checkPackage(blobs.packagePath(upload.id), upload.size);
+    if (upload.app_id !== null && (manifest.id !== upload.app_id || manifest.version !== upload.version)) {
+      throw new ProblemError(
+        422,
+        'package_mismatch',
+        `The package's manifest is ${manifest.id} ${manifest.version}, but its upload URL was asked for ${upload.app_id} ${upload.version}: publish again.`,
+      );
+    }
+    return db.transaction(async (trx) => {
+      const now = clock();
+      if (!(await markSubmitted(trx, upload.id, now))) {
+        throw new ProblemError(409, 'upload_submitted', 'This upload was submitted already.');
+      }
+      // The first submission of an app id claims it for its developer.
+      await insertApp(trx, {
+        id: manifest.id,
+        owner_id: principal.accountId,
+        name: manifest.name,
+        created_at: now,
+        updated_at: now,
+      });
+      const app = await lockApp(trx, manifest.id);
+      if (!app) throw new Error(`app ${manifest.id} vanished while submitting`);
+      await refuseSubmission(trx, principal.accountId, app, manifest.id, manifest.version);
+      await touchApp(trx, app.id, { name: manifest.name, updated_at: now });
+      return insertVersion(trx, {
+        id: randomUUID(),
+        app_id: app.id,
+        version: manifest.version,
+        review_state: initialReviewState,
+        reason: null,
+        manifest,
+        package_size: upload.size,
+        package_sha256: upload.sha256,
+        upload_id: upload.id,
+        submitted_at: now,
+        updated_at: now,
+      });
+    });
+  }
 
   return {
+    async requestUpload(principal, input) {
+      await refuseSubmission(
+        db,
+        principal.accountId,
+        await findApp(db, input.app_id),
+        input.app_id,
+        input.version,
+      );
+      return uploads.createUploadUrl(principal.accountId, input);
+    },
+
     async submit(principal, uploadId) {
       const upload = await findUpload(db, uploadId);
       if (!upload || upload.account_id !== principal.accountId) {
@@ -100,60 +199,23 @@ export function createMiniAppService(deps: { db: Db; clock: Clock; blobs: BlobSt
       }
       if (upload.submitted_at)
         throw new ProblemError(409, 'upload_submitted', 'This upload was submitted already.');
-      const { manifest } = await checkPackage(blobs.packagePath(uploadId), upload.size);
-
-      return db.transaction(async (trx) => {
-        const now = clock();
-        if (!(await markSubmitted(trx, uploadId, now))) {
-          throw new ProblemError(409, 'upload_submitted', 'This upload was submitted already.');
+      if (upload.refused_at) {
+        throw new ProblemError(
+          409,
+          'upload_refused',
+          'This package was refused when it was submitted, and deleted: fix it and publish again.',
+        );
+      }
+      try {
+        return await submitStored(principal, upload);
+      } catch (error) {
+        // A refused package is of no further use; nothing keeps it on disk.
+        if (error instanceof ProblemError && error.status < 500 && error.code !== 'upload_submitted') {
+          await markRefused(db, upload.id, clock());
+          await blobs.removePackage(upload.id);
         }
-        // The first submission of an app id claims it for its developer.
-        await insertApp(trx, {
-          id: manifest.id,
-          owner_id: principal.accountId,
-          name: manifest.name,
-          created_at: now,
-          updated_at: now,
-        });
-        const app = await lockApp(trx, manifest.id);
-        if (!app || app.owner_id !== principal.accountId) {
-          throw new ProblemError(
-            403,
-            'app_owned_by_another',
-            `The app id ${manifest.id} belongs to another developer.`,
-          );
-        }
-        const earlier = await listVersionNumbers(trx, app.id);
-        const highest = earlier.filter(isVersion).sort(compareVersions).at(-1);
-        if (earlier.includes(manifest.version)) {
-          throw new ProblemError(
-            409,
-            'version_exists',
-            `${manifest.id} ${manifest.version} was submitted already: raise the version in manifest.json.`,
-          );
-        }
-        if (highest && compareVersions(manifest.version, highest) <= 0) {
-          throw new ProblemError(
-            409,
-            'version_not_greater',
-            `${manifest.id} ${manifest.version} is not greater than ${highest}, its latest version: raise the version in manifest.json.`,
-          );
-        }
-        await touchApp(trx, app.id, { name: manifest.name, updated_at: now });
-        return insertVersion(trx, {
-          id: randomUUID(),
-          app_id: app.id,
-          version: manifest.version,
-          review_state: initialReviewState,
-          reason: null,
-          manifest,
-          package_size: upload.size,
-          package_sha256: upload.sha256,
-          upload_id: uploadId,
-          submitted_at: now,
-          updated_at: now,
-        });
-      });
+        throw error;
+      }
     },
 
     async listMine(principal) {

@@ -23,6 +23,8 @@ export interface BlobStore {
   /** Moves a finished partial file to its package path. */
   keep(partial: string, uploadId: string): Promise<void>;
   discard(partial: string): Promise<void>;
+  /** Deletes a stored package (one refused at submit). */
+  removePackage(uploadId: string): Promise<void>;
   /** Every partial file in the folder. */
   partials(): Promise<PartialFile[]>;
 }
@@ -41,6 +43,7 @@ export function createBlobStore(dataDir: string): BlobStore {
     packagePath,
     keep: (partial, uploadId) => rename(partial, packagePath(uploadId)),
     discard: (partial) => rm(partial, { force: true }),
+    removePackage: (uploadId) => rm(packagePath(uploadId), { force: true }),
     async partials() {
       const names = (await readdir(incoming)).filter((name) => name.endsWith('.part'));
       const found = await Promise.all(

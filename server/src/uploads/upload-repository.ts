@@ -15,6 +15,11 @@ export interface UploadRow {
   lease_expires_at: Date | null;
   stored_at: Date | null;
   submitted_at: Date | null;
+  /** What the package is said to be; null on uploads made before uploads named it. */
+  app_id: string | null;
+  version: string | null;
+  /** When submit refused the package (and deleted it). */
+  refused_at: Date | null;
 }
 
 // pg returns bigint columns as strings.
@@ -92,6 +97,10 @@ export async function markStored(db: Db, id: string, claim: string, at: Date): P
 }
 
 /** Marks the upload submitted; false when it was submitted already (two submits race). */
+export async function markRefused(db: Db, id: string, at: Date): Promise<void> {
+  await db('uploads').where({ id }).whereNull('submitted_at').update({ refused_at: at });
+}
+
 export async function markSubmitted(db: Db, id: string, at: Date): Promise<boolean> {
   const updated = await db('uploads')
     .where({ id })

@@ -80,7 +80,10 @@ export function toApiPackageUpload(row: UploadRow): PackageUpload {
 }
 
 export interface UploadService {
-  createUploadUrl(accountId: string, input: { size: number; sha256: string }): Promise<UploadUrl>;
+  createUploadUrl(
+    accountId: string,
+    input: { size: number; sha256: string; app_id: string; version: string },
+  ): Promise<UploadUrl>;
   /** Receives the PUT body; the URL's query carries `expires` and `signature`. */
   receive(
     uploadId: string,
@@ -124,7 +127,7 @@ export function createUploadService(deps: {
   const receptions = new Set<Promise<void>>();
 
   return {
-    async createUploadUrl(accountId, { size, sha256 }) {
+    async createUploadUrl(accountId, { size, sha256, app_id, version }) {
       if (size > config.maxPackageBytes) {
         throw new ProblemError(
           413,
@@ -147,6 +150,9 @@ export function createUploadService(deps: {
         lease_expires_at: null,
         stored_at: null,
         submitted_at: null,
+        app_id,
+        version,
+        refused_at: null,
       };
       await insertUpload(db, upload);
       const signature = signUpload(await key(), { uploadId: upload.id, size, sha256, expires });

@@ -6,6 +6,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 export interface TestPackage {
+  /** What the manifest says, for the upload URL (a stand-in when the manifest is not an app's). */
+  appId: string;
+  version: string;
   path: string;
   bytes: Buffer;
   size: number;
@@ -38,5 +41,13 @@ export function makePackage(
   const path = join(dir, 'package.tar.gz');
   execFileSync('tar', ['-czf', path, '-C', root, 'manifest.json', ...Object.keys(files)]);
   const bytes = readFileSync(path);
-  return { path, bytes, size: bytes.length, sha256: createHash('sha256').update(bytes).digest('hex') };
+  const said = typeof manifest === 'object' && manifest !== null ? (manifest as Record<string, unknown>) : {};
+  return {
+    appId: typeof said.id === 'string' ? said.id : 'com.example.unnamed',
+    version: typeof said.version === 'string' ? said.version : '0.0.1',
+    path,
+    bytes,
+    size: bytes.length,
+    sha256: createHash('sha256').update(bytes).digest('hex'),
+  };
 }

@@ -11,7 +11,7 @@ export function miniAppHandlers({ uploads, miniApps, config }: Services) {
 
     createUploadUrl: async ({ body }, { principal }) => ({
       status: 201,
-      body: await uploads.createUploadUrl(principal.accountId, body),
+      body: await miniApps.requestUpload(principal, body),
     }),
 
     uploadPackage: async ({ params, query }, { req }) => {

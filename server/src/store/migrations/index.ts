@@ -8,6 +8,7 @@ import * as signingKeys from './20261121090100_signing_keys.ts';
 import * as miniApps from './20261121100000_mini_apps.ts';
 import * as adminClaims from './20261123090000_admin_claims.ts';
 import * as uploadLeases from './20261201090000_upload_leases.ts';
+import * as uploadClaims from './20261201100000_upload_claims.ts';
 
 interface Migration {
   up(db: Knex): Promise<void>;
@@ -20,6 +21,7 @@ const migrations: [name: string, migration: Migration][] = [
   ['20261121100000_mini_apps', miniApps],
   ['20261123090000_admin_claims', adminClaims],
   ['20261201090000_upload_leases', uploadLeases],
+  ['20261201100000_upload_claims', uploadClaims],
 ];
 
 export const migrationSource: Knex.MigrationSource<[string, Migration]> = {
