@@ -21,7 +21,14 @@ import { contractValidators } from './http/validation.ts';
 import { ensureSigningKey } from './identity/signing-keys.ts';
 import { createLogger, type Logger } from './logger.ts';
 import { createServices } from './services.ts';
-import { type Db, embeddedDbDir, migrateToLatest, openStore } from './store/db.ts';
+import {
+  type Db,
+  embeddedDbDir,
+  migrateToLatest,
+  openOwnConnection,
+  openStore,
+  storeOpened,
+} from './store/db.ts';
 
 const contractPath = new URL('../../generated/openapi.json', import.meta.url);
 
@@ -47,6 +54,9 @@ export function createApp(config: Config, deps: AppDependencies = {}) {
     openStore({
       databaseUrl: config.databaseUrl,
       pgliteDir: config.databaseUrl ? undefined : embeddedDbDir(config.dataDir),
+      acquireTimeoutMs: config.databaseAcquireTimeoutMs,
+      statementTimeoutMs: config.databaseStatementTimeoutMs,
+      logger,
     });
   let listeningUrl: string | undefined;
   const audience = (requestHost?: string) =>
@@ -85,8 +95,17 @@ export function createApp(config: Config, deps: AppDependencies = {}) {
     app,
     services,
     async start(): Promise<RunningApp> {
-      await migrateToLatest(db);
-      await ensureSigningKey(db, clock);
+      await storeOpened(db);
+      // Start-up is no request: on Postgres it runs over a connection of its own, without the
+      // requests' timeouts, since a migration may rightly take long and compiling the contract's
+      // validators holds the event loop for seconds just now.
+      const startup = openOwnConnection(db, {});
+      try {
+        await migrateToLatest(startup ?? db);
+        await ensureSigningKey(startup ?? db, clock);
+      } finally {
+        await startup?.destroy();
+      }
       server = app.listen(config.port, config.host);
       answerParserErrors(server);
       // A package upload may take as long as its URL lives; Node's default cuts requests at 5 minutes.
@@ -107,6 +126,7 @@ export function createApp(config: Config, deps: AppDependencies = {}) {
         await closing;
         server = undefined;
       }
+      await services.storeReadiness.close();
       if (ownsDb) await db.destroy();
     },
   };

@@ -14,6 +14,17 @@ describe('config', () => {
     assert.equal(config.signup, 'open');
     assert.equal(config.tokenTtlSeconds, 3600);
     assert.equal(config.adminEmails.size, 0);
+    assert.equal(config.databaseAcquireTimeoutMs, 5000);
+    assert.equal(config.databaseStatementTimeoutMs, 10000);
+  });
+
+  test('when the database timeouts are set then they are read in milliseconds', () => {
+    const config = loadConfig({
+      DATABASE_ACQUIRE_TIMEOUT_MS: '250',
+      DATABASE_STATEMENT_TIMEOUT_MS: ' 30000 ',
+    });
+    assert.equal(config.databaseAcquireTimeoutMs, 250);
+    assert.equal(config.databaseStatementTimeoutMs, 30000);
   });
 
   test('when variables are set then they are read and normalised', () => {
@@ -44,6 +55,14 @@ describe('config', () => {
     [{ SVC_PUBLIC_URL: 'svc.example.com' }, /^SVC_PUBLIC_URL /],
     [{ SVC_PUBLIC_URL: 'ftp://svc.example.com' }, /^SVC_PUBLIC_URL /],
     [{ DATABASE_URL: 'mysql://localhost/svc' }, /^DATABASE_URL /],
+    [
+      { DATABASE_ACQUIRE_TIMEOUT_MS: '0' },
+      /^DATABASE_ACQUIRE_TIMEOUT_MS must be a whole number of milliseconds/,
+    ],
+    [{ DATABASE_ACQUIRE_TIMEOUT_MS: '5s' }, /^DATABASE_ACQUIRE_TIMEOUT_MS /],
+    [{ DATABASE_ACQUIRE_TIMEOUT_MS: '1.5' }, /^DATABASE_ACQUIRE_TIMEOUT_MS /],
+    [{ DATABASE_STATEMENT_TIMEOUT_MS: '-1' }, /^DATABASE_STATEMENT_TIMEOUT_MS /],
+    [{ DATABASE_STATEMENT_TIMEOUT_MS: '2147483648' }, /^DATABASE_STATEMENT_TIMEOUT_MS /],
   ];
   for (const [env, message] of bad) {
     test(`when ${JSON.stringify(env)} then start-up fails naming the variable`, () => {

@@ -36,13 +36,19 @@ export async function startTestService(
   // Package files go to a data folder of the test's own; the store is given below.
   const dataDir = mkdtempSync(join(tmpdir(), 'svc-test-data-'));
   const config: Config = { ...loadConfig({ PORT: '0', DATA_DIR: dataDir, ...env }), validateResponses: true };
-  const store = options.store ?? (await openTestStore());
+  const store =
+    options.store ??
+    (await openTestStore({
+      acquireTimeoutMs: config.databaseAcquireTimeoutMs,
+      statementTimeoutMs: config.databaseStatementTimeoutMs,
+    }));
   const clock = new TestClock();
   const logs: string[] = [];
   const logger: Logger = {
-    info: (message, fields) => logs.push(JSON.stringify({ message, ...fields })),
+    info: (message, fields) => logs.push(JSON.stringify({ level: 'info', message, ...fields })),
+    warn: (message, fields) => logs.push(JSON.stringify({ level: 'warn', message, ...fields })),
     error: (message, fields) =>
-      logs.push(JSON.stringify({ message, ...fields, error: String(fields?.error) })),
+      logs.push(JSON.stringify({ level: 'error', message, ...fields, error: String(fields?.error) })),
   };
   const app = createApp(config, { db: store.db, clock: clock.clock, logger, docsDir: options.docsDir });
   const { url } = await app.start();
