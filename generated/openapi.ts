@@ -633,7 +633,7 @@ export interface paths {
         };
         /**
          * Readiness
-         * @description Ready when the store answers; 503 with the failing checks otherwise.
+         * @description Ready when the store answers within about a second (on Postgres over a connection of its own, never queued behind requests); 503 with the failing checks otherwise.
          */
         get: operations["getReadiness"];
         put?: never;

@@ -28,7 +28,14 @@ import { contractValidators } from './http/validation.ts';
 import { ensureSigningKey } from './identity/signing-keys.ts';
 import { createLogger, type Logger } from './logger.ts';
 import { createServices } from './services.ts';
-import { type Db, embeddedDbDir, migrateToLatest, openStore } from './store/db.ts';
+import {
+  type Db,
+  embeddedDbDir,
+  migrateToLatest,
+  openOwnConnection,
+  openStore,
+  storeOpened,
+} from './store/db.ts';
 
 const contractPath = new URL('../../generated/openapi.json', import.meta.url);
 
@@ -61,6 +68,9 @@ export function createApp(config: Config, deps: AppDependencies = {}) {
     openStore({
       databaseUrl: config.databaseUrl,
       pgliteDir: config.databaseUrl ? undefined : embeddedDbDir(config.dataDir),
+      acquireTimeoutMs: config.databaseAcquireTimeoutMs,
+      statementTimeoutMs: config.databaseStatementTimeoutMs,
+      logger,
     });
   let listeningUrl: string | undefined;
   const audience = (requestHost?: string) =>
@@ -118,9 +128,19 @@ export function createApp(config: Config, deps: AppDependencies = {}) {
     app,
     services,
     async start(): Promise<RunningApp> {
-      await migrateToLatest(db);
-      await ensureSigningKey(db, clock);
-      const adminCodes = await services.adminCodes.issue();
+      await storeOpened(db);
+      // Start-up is no request: on Postgres it runs over a connection of its own, without the
+      // requests' timeouts, since a migration may rightly take long and compiling the contract's
+      // validators holds the event loop for seconds just now.
+      const startup = openOwnConnection(db, {});
+      let adminCodes: AdminCode[];
+      try {
+        await migrateToLatest(startup ?? db);
+        await ensureSigningKey(startup ?? db, clock);
+        adminCodes = await services.adminCodes.issue();
+      } finally {
+        await startup?.destroy();
+      }
       // Uploads whose receivers died (a crash, a kill) are let go, and their partial files deleted,
       // now and whenever a lease could have lapsed since.
       await services.uploads.sweep();
@@ -173,6 +193,7 @@ export function createApp(config: Config, deps: AppDependencies = {}) {
       }
       // Cut uploads release their URL and delete their partial file before the store closes.
       await Promise.all([services.uploads.settled(), sweeping]);
+      await services.storeReadiness.close();
       if (ownsDb) await db.destroy();
       return { cut };
     },

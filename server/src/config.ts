@@ -18,6 +18,13 @@ export interface Config {
   dataDir: string;
   /** Postgres connection string; unset means embedded PGlite in `<dataDir>/db`. */
   databaseUrl: string | undefined;
+  /**
+   * How long a request waits for a store connection (and for Postgres to accept a new one), in
+   * milliseconds; past it the request is answered 503.
+   */
+  databaseAcquireTimeoutMs: number;
+  /** Longest a statement may run, lock waits included, in milliseconds (Postgres only); then 503. */
+  databaseStatementTimeoutMs: number;
   signup: SignupMode;
   /** Lower-cased emails of the accounts that are admins. */
   adminEmails: ReadonlySet<string>;
@@ -93,6 +100,20 @@ function byteCount(env: Env, name: string, fallback: number, example = '52428800
   return value;
 }
 
+// Node's timers and Postgres's timeouts both hold at most a signed 32-bit count of milliseconds.
+const longestTimeoutMs = 2 ** 31 - 1;
+
+function milliseconds(env: Env, name: string, fallback: number): number {
+  const raw = text(env, name, String(fallback));
+  const value = Number(raw);
+  if (!/^\d+$/.test(raw) || value <= 0 || value > longestTimeoutMs) {
+    throw new ConfigError(
+      `${name} must be a whole number of milliseconds from 1 to ${longestTimeoutMs}, such as ${fallback}, not "${raw}"`,
+    );
+  }
+  return value;
+}
+
 function url(name: string, raw: string): string {
   let parsed: URL;
   try {
@@ -143,6 +164,8 @@ export function loadConfig(env: Env = process.env): Config {
     publicUrl: env.SVC_PUBLIC_URL?.trim() ? url('SVC_PUBLIC_URL', env.SVC_PUBLIC_URL.trim()) : undefined,
     dataDir: resolve(text(env, 'DATA_DIR', './.svc-data')),
     databaseUrl,
+    databaseAcquireTimeoutMs: milliseconds(env, 'DATABASE_ACQUIRE_TIMEOUT_MS', 5000),
+    databaseStatementTimeoutMs: milliseconds(env, 'DATABASE_STATEMENT_TIMEOUT_MS', 10000),
     signup: oneOf(env, 'SVC_SIGNUP', ['open', 'closed'], 'open'),
     adminEmails: emailList(env, 'SVC_ADMIN_EMAILS'),
     tokenTtlSeconds: parseDuration('SVC_TOKEN_TTL', text(env, 'SVC_TOKEN_TTL', '1h')),

@@ -4,6 +4,8 @@
  */
 export interface Logger {
   info(message: string, fields?: Record<string, unknown>): void;
+  /** Something the operator should know of that is not a bug here (the store unreachable). */
+  warn(message: string, fields?: Record<string, unknown>): void;
   error(message: string, fields?: Record<string, unknown>): void;
 }
 
@@ -21,8 +23,9 @@ export function createLogger(write: (line: string) => void = (line) => process.s
   };
   return {
     info: (message, fields) => log('info', message, fields),
+    warn: (message, fields) => log('warn', message, fields),
     error: (message, fields) => log('error', message, fields),
   };
 }
 
-export const silentLogger: Logger = { info() {}, error() {} };
+export const silentLogger: Logger = { info() {}, warn() {}, error() {} };

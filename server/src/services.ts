@@ -9,6 +9,7 @@ import { createFailureLimit } from './sign-in/failure-limit.ts';
 import { createSignInService } from './sign-in/sign-in-service.ts';
 import { createKeyService } from './ssh-keys/key-service.ts';
 import type { Db } from './store/db.ts';
+import { createStoreReadiness } from './store/readiness.ts';
 import { createBlobStore } from './uploads/blob-store.ts';
 import { createUploadService } from './uploads/upload-service.ts';
 
@@ -28,6 +29,7 @@ export function createServices(deps: {
   const uploads = createUploadService({ db, config, clock, blobs, baseUrl: () => deps.audience() });
   return {
     db,
+    storeReadiness: createStoreReadiness(db),
     config,
     tokens,
     failures,

@@ -18,6 +18,17 @@ describe('config', () => {
     assert.equal(config.minBodyBytesPerSecond, 1024);
     assert.equal(config.uploadLeaseSeconds, 30);
     assert.equal(config.shutdownGraceSeconds, 5);
+    assert.equal(config.databaseAcquireTimeoutMs, 5000);
+    assert.equal(config.databaseStatementTimeoutMs, 10000);
+  });
+
+  test('when the database timeouts are set then they are read in milliseconds', () => {
+    const config = loadConfig({
+      DATABASE_ACQUIRE_TIMEOUT_MS: '250',
+      DATABASE_STATEMENT_TIMEOUT_MS: ' 30000 ',
+    });
+    assert.equal(config.databaseAcquireTimeoutMs, 250);
+    assert.equal(config.databaseStatementTimeoutMs, 30000);
   });
 
   test('when variables are set then they are read and normalised', () => {
@@ -62,6 +73,14 @@ describe('config', () => {
     [{ SVC_MIN_BODY_RATE: 'fast' }, /^SVC_MIN_BODY_RATE must be a positive number of bytes, such as 1024/],
     [{ SVC_UPLOAD_LEASE: '-5s' }, /^SVC_UPLOAD_LEASE /],
     [{ SVC_SHUTDOWN_GRACE: 'soon' }, /^SVC_SHUTDOWN_GRACE /],
+    [
+      { DATABASE_ACQUIRE_TIMEOUT_MS: '0' },
+      /^DATABASE_ACQUIRE_TIMEOUT_MS must be a whole number of milliseconds/,
+    ],
+    [{ DATABASE_ACQUIRE_TIMEOUT_MS: '5s' }, /^DATABASE_ACQUIRE_TIMEOUT_MS /],
+    [{ DATABASE_ACQUIRE_TIMEOUT_MS: '1.5' }, /^DATABASE_ACQUIRE_TIMEOUT_MS /],
+    [{ DATABASE_STATEMENT_TIMEOUT_MS: '-1' }, /^DATABASE_STATEMENT_TIMEOUT_MS /],
+    [{ DATABASE_STATEMENT_TIMEOUT_MS: '2147483648' }, /^DATABASE_STATEMENT_TIMEOUT_MS /],
   ];
   for (const [env, message] of bad) {
     test(`when ${JSON.stringify(env)} then start-up fails naming the variable`, () => {

@@ -1,13 +1,18 @@
 /**
  * The one error middleware: every failure becomes `application/problem+json` with a stable
- * `code`. Never a stack trace or an HTML page; unexpected errors are logged for the operator and
- * answered with a plain 500.
+ * `code`. Never a stack trace or an HTML page; a store that is unreachable or too slow is a 503
+ * to try again, logged once at warn; unexpected errors are logged for the operator and answered
+ * with a plain 500.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { NextFunction, Request, Response } from 'express';
 import { multilineTextPatternSource, textPatternSource } from '../../../generated/patterns.ts';
 import type { Logger } from '../logger.ts';
+import { storeUnavailableReason } from '../store/unavailable.ts';
 import { ProblemError } from './problem.ts';
+
+/** What a 503 asks clients to wait, in seconds: about as long as a database takes to fail over. */
+export const storeRetryAfterSeconds = 5;
 
 interface HttpishError {
   status?: number;
@@ -81,12 +86,27 @@ function toProblemError(error: unknown, limitBytes: number): ProblemError | unde
 
 export function problemMiddleware(options: { logger: Logger; jsonLimitBytes: number }) {
   return (error: unknown, req: Request, res: Response, _next: NextFunction): void => {
-    if ((error as { code?: string }).code === 'ECONNRESET') {
+    if ((error as { code?: string }).code === 'ECONNRESET' && req.socket.destroyed) {
       // The client went away (an upload cancelled): no one to answer, and nothing went wrong here.
+      // (A reset of the store's connection, with the client still there, is a 503 below.)
       options.logger.info('client closed the request', { method: req.method, path: req.path });
       return;
     }
     let problem = toProblemError(error, options.jsonLimitBytes);
+    const unavailable = problem ? undefined : storeUnavailableReason(error);
+    if (unavailable) {
+      options.logger.warn('store unavailable: answered 503', {
+        method: req.method,
+        path: req.path,
+        reason: unavailable,
+      });
+      problem = new ProblemError(
+        503,
+        'service_unavailable',
+        'The service cannot reach its store just now: try again in a few seconds.',
+        { headers: { 'Retry-After': String(storeRetryAfterSeconds) } },
+      );
+    }
     if (!problem) {
       options.logger.error('request failed', { method: req.method, path: req.path, error });
       problem = new ProblemError(

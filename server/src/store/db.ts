@@ -1,16 +1,27 @@
 /** The SQL store: knex over embedded PGlite (nothing set) or over Postgres (`DATABASE_URL`). */
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
+import { PGlite } from '@electric-sql/pglite';
 import knex, { type Knex } from 'knex';
 import ClientPgLite from 'knex-pglite';
+import type { Logger } from '../logger.ts';
 import { migrationSource } from './migrations/index.ts';
 
 export type Db = Knex;
+
+/** Connections to Postgres one process holds at most for requests. */
+export const poolSize = 10;
 
 export interface StoreOptions {
   databaseUrl?: string | undefined;
   /** Folder of the embedded database; unset with no `databaseUrl` means in memory (tests). */
   pgliteDir?: string | undefined;
+  /** How long a query waits for a connection, a new Postgres connection included; unset: knex's minute. */
+  acquireTimeoutMs?: number | undefined;
+  /** Postgres's `statement_timeout`; unset: none. PGlite cannot interrupt a statement. */
+  statementTimeoutMs?: number | undefined;
+  /** Where knex's own warnings go; unset: nowhere. */
+  logger?: Logger | undefined;
 }
 
 export function describeStore(options: StoreOptions): string {
@@ -21,16 +32,103 @@ export function describeStore(options: StoreOptions): string {
   return options.pgliteDir ? `pglite ${options.pgliteDir}` : 'pglite (in memory)';
 }
 
+/**
+ * Knex's warnings, minus the two it repeats for every request while the store is down, each with
+ * a stack trace: the error middleware logs every request the store fails, once, at warn.
+ */
+function storeLog(logger: Logger | undefined): Knex.Config['log'] {
+  const repeated = /^(Acquire connection error|Connection Error):/;
+  return {
+    warn(message: unknown) {
+      if (!repeated.test(String(message))) logger?.warn('store', { message: String(message) });
+    },
+    error(message: unknown) {
+      logger?.error('store', { message: String(message) });
+    },
+    deprecate(method: string, alternative: string) {
+      logger?.warn('store', { message: `${method} is deprecated: use ${alternative}` });
+    },
+    debug() {},
+  };
+}
+
 export function openStore(options: StoreOptions): Db {
+  const log = storeLog(options.logger);
+  const acquire =
+    options.acquireTimeoutMs === undefined ? {} : { acquireConnectionTimeout: options.acquireTimeoutMs };
   if (options.databaseUrl) {
-    return knex({ client: 'pg', connection: options.databaseUrl, pool: { min: 0, max: 10 } });
+    return knex({
+      client: 'pg',
+      connection: {
+        connectionString: options.databaseUrl,
+        // A database that takes no new connection (a host that drops packets) fails the request
+        // within the acquire timeout instead of holding it.
+        ...(options.acquireTimeoutMs === undefined
+          ? {}
+          : { connectionTimeoutMillis: options.acquireTimeoutMs }),
+        ...(options.statementTimeoutMs === undefined
+          ? {}
+          : { statement_timeout: options.statementTimeoutMs }),
+      },
+      pool: { min: 0, max: poolSize },
+      ...acquire,
+      log,
+    });
   }
   if (options.pgliteDir) mkdirSync(options.pgliteDir, { recursive: true });
+  // knex-pglite takes its database as `connection.pglite`, which knex's types do not know of.
+  const pglite = { pglite: new PGlite(options.pgliteDir) } as Knex.StaticConnectionConfig;
   return knex({
     client: ClientPgLite,
     dialect: 'postgres',
-    connection: options.pgliteDir ? { filename: options.pgliteDir } : {},
+    connection: pglite,
+    ...acquire,
+    log,
   } as Knex.Config);
+}
+
+/**
+ * Resolves once the store can take queries. PGlite takes seconds to start, and that start must
+ * not count against the first query's acquire timeout.
+ */
+export async function storeOpened(db: Db): Promise<void> {
+  const { connection } = db.client.config as { connection?: { pglite?: PGlite } };
+  await connection?.pglite?.waitReady;
+}
+
+export interface ConnectionLimits {
+  /** Longest wait for the connection, a new one included; unset: knex's minute. */
+  acquireTimeoutMs?: number;
+  /** Postgres's `statement_timeout`; unset: none. */
+  statementTimeoutMs?: number;
+}
+
+/**
+ * One connection of a Postgres store's own, outside the requests' pool and its timeouts, with
+ * limits of its own. Undefined for PGlite, which has one connection only.
+ */
+export function openOwnConnection(db: Db, limits: ConnectionLimits): Db | undefined {
+  const { client, connection, log } = db.client.config;
+  if (client !== 'pg') return undefined;
+  const settings = typeof connection === 'string' ? { connectionString: connection } : connection;
+  return knex({
+    client: 'pg',
+    connection: {
+      ...settings,
+      // node-postgres reads 0 as none.
+      connectionTimeoutMillis: limits.acquireTimeoutMs ?? 0,
+      statement_timeout: limits.statementTimeoutMs ?? 0,
+    },
+    pool: { min: 0, max: 1 },
+    ...(limits.acquireTimeoutMs === undefined ? {} : { acquireConnectionTimeout: limits.acquireTimeoutMs }),
+    log,
+  });
+}
+
+/** Whether this process has closed the store (`destroy`): then nothing can be served from it. */
+export function storeClosed(db: Db): boolean {
+  // knex drops its pool on destroy and keeps no other mark of it.
+  return (db.client as { pool?: unknown }).pool === undefined;
 }
 
 export const migrationConfig: Knex.MigratorConfig = { migrationSource, tableName: 'knex_migrations' };

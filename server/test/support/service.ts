@@ -53,14 +53,20 @@ export async function startTestService(
   // Package files go to a data folder of the test's own; the store is given below.
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'svc-test-data-'));
   const config: Config = { ...loadConfig({ PORT: '0', DATA_DIR: dataDir, ...env }), validateResponses: true };
-  const store = options.store ?? (await openTestStore());
+  const store =
+    options.store ??
+    (await openTestStore({
+      acquireTimeoutMs: config.databaseAcquireTimeoutMs,
+      statementTimeoutMs: config.databaseStatementTimeoutMs,
+    }));
   // Replicas with running clocks must agree on the time: theirs is the real one.
   const clock = options.clockRuns ? new TestClock(Date.now(), true) : new TestClock();
   const logs: string[] = [];
   const logger: Logger = {
-    info: (message, fields) => logs.push(JSON.stringify({ message, ...fields })),
+    info: (message, fields) => logs.push(JSON.stringify({ level: 'info', message, ...fields })),
+    warn: (message, fields) => logs.push(JSON.stringify({ level: 'warn', message, ...fields })),
     error: (message, fields) =>
-      logs.push(JSON.stringify({ message, ...fields, error: String(fields?.error) })),
+      logs.push(JSON.stringify({ level: 'error', message, ...fields, error: String(fields?.error) })),
   };
   const app = createApp(config, { db: store.db, clock: clock.clock, logger, docsDir: options.docsDir });
   const { url, adminCodes } = await app.start();

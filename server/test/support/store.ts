@@ -4,18 +4,34 @@
  */
 import { randomBytes } from 'node:crypto';
 import knex from 'knex';
-import { type Db, openStore } from '../../src/store/db.ts';
+import { loadConfig } from '../../src/config.ts';
+import { type Db, openStore, storeOpened } from '../../src/store/db.ts';
 
 export interface TestStore {
   db: Db;
   kind: 'pglite' | 'postgres';
+  /** The test database's own URL, straight to Postgres (not through `port`); unset on PGlite. */
+  databaseUrl?: string;
   close(): Promise<void>;
 }
 
-export async function openTestStore(): Promise<TestStore> {
+export interface TestStoreOptions {
+  acquireTimeoutMs?: number;
+  statementTimeoutMs?: number;
+  /** Reach Postgres on this local port instead (a test's proxy in front of it). */
+  port?: number;
+}
+
+export async function openTestStore(options: TestStoreOptions = {}): Promise<TestStore> {
+  const defaults = loadConfig({});
+  const timeouts = {
+    acquireTimeoutMs: options.acquireTimeoutMs ?? defaults.databaseAcquireTimeoutMs,
+    statementTimeoutMs: options.statementTimeoutMs ?? defaults.databaseStatementTimeoutMs,
+  };
   const serverUrl = process.env.DATABASE_URL;
   if (!serverUrl) {
-    const db = openStore({});
+    const db = openStore(timeouts);
+    await storeOpened(db);
     return { db, kind: 'pglite', close: () => db.destroy() };
   }
   const name = `svc_test_${process.pid}_${randomBytes(4).toString('hex')}`;
@@ -23,14 +39,65 @@ export async function openTestStore(): Promise<TestStore> {
   await admin.raw('create database ??', [name]);
   const url = new URL(serverUrl);
   url.pathname = `/${name}`;
-  const db = openStore({ databaseUrl: url.href });
+  const databaseUrl = url.href;
+  if (options.port !== undefined) {
+    url.hostname = '127.0.0.1';
+    url.port = String(options.port);
+  }
+  const db = openStore({ databaseUrl: url.href, ...timeouts });
   return {
     db,
     kind: 'postgres',
+    databaseUrl,
     async close() {
       await db.destroy();
       await admin.raw('drop database if exists ?? with (force)', [name]);
       await admin.destroy();
+    },
+  };
+}
+
+export interface RowLock {
+  /** Postgres: waits until `count` sessions wait on a lock in the test database; their process ids. */
+  waiters(count: number): Promise<number[]>;
+  /** Postgres: ends those sessions as an administrator would (`pg_terminate_backend`). */
+  terminate(pids: number[]): Promise<void>;
+  release(): Promise<void>;
+}
+
+/**
+ * Holds an account's row `FOR UPDATE` in an open transaction, so that whatever writes a row
+ * referring to the account waits. On Postgres over a connection of its own, straight to the
+ * server; on PGlite that transaction holds the one connection, so every query waits for it.
+ */
+export async function lockAccountRow(store: TestStore, accountId: string): Promise<RowLock> {
+  const other = store.databaseUrl
+    ? knex({ client: 'pg', connection: store.databaseUrl, pool: { min: 0, max: 2 } })
+    : undefined;
+  const trx = await (other ?? store.db).transaction();
+  await trx.raw('select id from accounts where id = ? for update', [accountId]);
+  let released: Promise<void> | undefined;
+  return {
+    async waiters(count) {
+      if (!other) return [];
+      for (const deadline = Date.now() + 10_000; Date.now() < deadline; ) {
+        const { rows } = await other.raw(
+          "select pid from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'",
+        );
+        if (rows.length >= count) return rows.map((row: { pid: number }) => row.pid);
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      throw new Error(`fewer than ${count} sessions waited on the lock within 10 s`);
+    },
+    async terminate(pids) {
+      await other?.raw('select pg_terminate_backend(pid) from unnest(?::int[]) as pid', [pids]);
+    },
+    release() {
+      released ??= (async () => {
+        await trx.rollback();
+        await other?.destroy();
+      })();
+      return released;
     },
   };
 }

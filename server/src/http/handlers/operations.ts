@@ -7,14 +7,10 @@ export function operationHandlers(services: Services) {
   return {
     getHealth: () => ({ status: 200, body: { status: 'ok' } }),
 
-    getReadiness: async () => {
-      try {
-        await services.db.raw('select 1');
-        return { status: 200, body: { status: 'ready', checks: { store: 'ok' } } };
-      } catch {
-        return { status: 503, body: { status: 'not_ready', checks: { store: 'failing' } } };
-      }
-    },
+    getReadiness: async () =>
+      (await services.storeReadiness.check())
+        ? { status: 200, body: { status: 'ready', checks: { store: 'ok' } } }
+        : { status: 503, body: { status: 'not_ready', checks: { store: 'failing' } } },
 
     getJwks: async () => ({ status: 200, body: await publicJwks(services.db) }),
   } satisfies Partial<Handlers>;
