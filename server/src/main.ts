@@ -144,7 +144,7 @@ function adminCodeLines(publicUrl: string, codes: AdminCode[]): string[] {
     'Admin codes, one use each, valid 24 hours (a restart prints new ones):',
     ...codes.map(({ email, code }) => `  ${email}  ${code}`),
     `  Sign in as that account (it may sign up first), then claim the role:`,
-    `  curl -X POST ${publicUrl}/api/v1/account/admin-claims -H "Authorization: Bearer $TOKEN" \\`,
+    `  curl -X POST ${publicUrl}/api/v1/account/admin-claims -H "Authorization: Bearer $ADMIN_TOKEN" \\`,
     `    -H 'content-type: application/json' -d '{"code":"<the code>"}'`,
   ];
 }

@@ -59,7 +59,7 @@ export class ProblemError extends Error {
 
 /** The one 401 of the service: it never says which part of a credential was wrong. */
 export function unauthorized(
-  detail = 'Your session has expired or is not valid: run `svc login`.',
+  detail = 'Your session has expired or is not valid: sign in again (`svc login`, or the web console).',
 ): ProblemError {
   return new ProblemError(401, 'unauthorized', detail);
 }

@@ -3,7 +3,7 @@ import { BaseCommand } from '../../base-command.ts';
 import { CliError, ExitCode } from '../../errors.ts';
 
 const howToGetBackIn =
-  'To sign in again, register a new public key in the web console (Account, SSH keys; the README\'s "Your first key" shows the API calls), then run `svc login`.';
+  'To sign in again, register a new public key through the account API (the README\'s "Your first key"; later the web console\'s Account, SSH keys), then run `svc login`.';
 
 export class KeysRemoveCommand extends BaseCommand {
   static override paths = [['keys', 'remove']];
@@ -61,7 +61,7 @@ export class KeysRemoveCommand extends BaseCommand {
     const { stdin, stderr } = this.context;
     if (!canPrompt(stdin)) {
       throw new CliError(
-        `${this.id} is your last key: without it \`svc login\` cannot work until you register a new key in the web console. Run again with --yes to remove it anyway.`,
+        `${this.id} is your last key: without it \`svc login\` cannot work until you register a new key through the account API (README, "Your first key"). Run again with --yes to remove it anyway.`,
         ExitCode.usage,
       );
     }
