@@ -7,7 +7,8 @@ import { unauthorized } from './problem.ts';
 export function bearerAuthenticator(tokens: TokenService) {
   return async (req: Request): Promise<Principal> => {
     const match = /^Bearer\s+(\S+)\s*$/i.exec(req.get('authorization') ?? '');
-    if (!match?.[1]) throw unauthorized('Sign in first: `svc login` (or set SVC_TOKEN), or sign in to the web console.');
+    if (!match?.[1])
+      throw unauthorized('Sign in first: `svc login` (or set SVC_TOKEN), or sign in to the web console.');
     const principal = await tokens.authenticate(match[1]);
     if (!principal) throw unauthorized();
     return principal;

@@ -80,7 +80,11 @@ async function refuseSubmission(
   version: string,
 ): Promise<void> {
   if (app && app.owner_id !== accountId) {
-    throw new ProblemError(403, 'app_owned_by_another', `The app id ${appId} belongs to another developer: choose another id in manifest.json.`);
+    throw new ProblemError(
+      403,
+      'app_owned_by_another',
+      `The app id ${appId} belongs to another developer: choose another id in manifest.json.`,
+    );
   }
   if (!app) return;
   const earlier = await listVersionNumbers(db, app.id);
