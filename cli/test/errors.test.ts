@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { buildCli } from '../../scripts/build-cli.ts';
-import { makeKey } from './support/ssh.ts';
+import { makeKey, sshKeyRecord } from './support/ssh.ts';
 import { svc, userEnv } from './support/svc.ts';
 
 // A stand-in for the service that answers each request with the reply the test sets, so that
@@ -34,14 +34,6 @@ describe('svc errors a person understands', () => {
       created_at: '2026-11-21T09:00:00Z',
     },
     token: { source: 'web_session', expires_at: '2026-11-21T11:00:00Z' },
-  };
-  const lastKey = {
-    type: 'ssh-ed25519',
-    fingerprint: 'SHA256:x',
-    title: 'laptop',
-    public_key: 'ssh-ed25519 AAAA',
-    created_at: '2026-11-21T09:00:00Z',
-    last_used_at: null,
   };
   const problem = (status: number, code: string, detail: string): Reply => ({
     status,
@@ -320,7 +312,7 @@ describe('svc errors a person understands', () => {
 
   test('when the last key is removed without --yes and no terminal then exit 2, nothing is removed, and --yes is named', async () => {
     const id = '3c1e2d4f-5a6b-4c7d-8e9f-0a1b2c3d4e5f';
-    reply = { status: 200, body: { keys: [{ ...lastKey, id }] } };
+    reply = { status: 200, body: { keys: [sshKeyRecord(id)] } };
     const run = await svc(['keys', 'remove', id], env());
     assert.equal(run.code, 2, run.stderr);
     assert.match(run.stderr, /is your last key: without it `svc login` cannot work .* Run again with --yes/);
@@ -329,15 +321,7 @@ describe('svc errors a person understands', () => {
 
   test('when the last key is removed with --yes then it is gone, and svc says how to sign in again', async () => {
     const id = '3c1e2d4f-5a6b-4c7d-8e9f-0a1b2c3d4e5f';
-    const key = {
-      id,
-      type: 'ssh-ed25519',
-      fingerprint: 'SHA256:x',
-      title: 'laptop',
-      public_key: 'ssh-ed25519 AAAA',
-      created_at: '2026-11-21T09:00:00Z',
-      last_used_at: null,
-    };
+    const key = sshKeyRecord(id);
     reply = { status: 200, body: { keys: [key] } };
     const run = await svc(['keys', 'remove', id, '--yes'], env());
     assert.equal(run.code, 0, run.stderr);

@@ -8,7 +8,7 @@ import { PassThrough } from 'node:stream';
 import { after, before, describe, test } from 'node:test';
 import { buildCli } from '../../scripts/build-cli.ts';
 import { runCli } from '../src/cli.ts';
-import { makeKey } from './support/ssh.ts';
+import { makeKey, sshKeyRecord } from './support/ssh.ts';
 import { userEnv } from './support/svc.ts';
 import { onTerminal } from './support/terminal.ts';
 
@@ -60,16 +60,9 @@ describe('removing the last key on a terminal', () => {
         res.writeHead(204).end();
         return;
       }
-      const key = {
-        id,
-        type: 'ssh-ed25519',
-        fingerprint: 'SHA256:x',
-        title: 'laptop',
-        public_key: 'ssh-ed25519 AAAA',
-        created_at: '2026-11-21T09:00:00Z',
-        last_used_at: null,
-      };
-      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ keys: [key] }));
+      res
+        .writeHead(200, { 'content-type': 'application/json' })
+        .end(JSON.stringify({ keys: [sshKeyRecord(id)] }));
     });
     server.listen(0, '127.0.0.1');
     await new Promise((resolve) => server.once('listening', resolve));

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { gzipSync } from 'node:zlib';
 import { type Developer, signUpAdmin, signUpDeveloper } from './support/accounts.ts';
-import { call } from './support/http.ts';
+import { call, putPackage } from './support/http.ts';
 import { makePackage, manifestFor, type TestPackage } from './support/packages.ts';
 import { startTestService, type TestService } from './support/service.ts';
 import { paxRecords, tarArchive } from './support/tar-writer.ts';
@@ -34,22 +34,12 @@ describe('publishing mini-apps', () => {
       body: { app_id: pkg.appId, version: pkg.version, size: pkg.size, sha256: pkg.sha256 },
     });
 
-  async function put(target: string, body: Buffer, headers: Record<string, string> = {}) {
-    const response = await fetch(target, {
-      method: 'PUT',
-      headers: { 'content-type': 'application/gzip', ...headers },
-      body,
-    });
-    const text = await response.text();
-    return { status: response.status, body: text ? JSON.parse(text) : undefined };
-  }
-
   async function publish(who: Developer, pkg: TestPackage) {
     service.clock.advance(1_000); // so that submission times differ, and queue order means something
     const target = await uploadUrl(who, pkg);
     // What submit would refuse is refused here, before any byte is sent.
     if (target.status !== 201) return target;
-    const uploaded = await put(target.body.upload_url, pkg.bytes);
+    const uploaded = await putPackage(target.body.upload_url, pkg.bytes);
     assert.equal(uploaded.status, 201, JSON.stringify(uploaded.body));
     return call(url, 'POST', '/api/v1/mini-apps/submit', {
       token: who.token,
@@ -135,7 +125,7 @@ describe('publishing mini-apps', () => {
       target.upload_url.replace(/signature=[\w-]+/, 'signature=AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA'),
       target.upload_url.replace(/expires=(\d+)/, (_: string, e: string) => `expires=${Number(e) + 3600}`),
     ]) {
-      const reply = await put(forged, pkg.bytes);
+      const reply = await putPackage(forged, pkg.bytes);
       assert.equal(reply.status, 403);
       assert.equal(reply.body.code, 'invalid_upload_url');
     }
@@ -146,7 +136,7 @@ describe('publishing mini-apps', () => {
     const pkg = makePackage(manifestFor('com.example.expired', '1.0.0'));
     const target = (await uploadUrl(developer, pkg)).body;
     service.clock.advance(15 * 60_000);
-    const reply = await put(target.upload_url, pkg.bytes);
+    const reply = await putPackage(target.upload_url, pkg.bytes);
     assert.equal(reply.status, 403);
     assert.equal(reply.body.code, 'upload_url_expired');
   });
@@ -155,17 +145,20 @@ describe('publishing mini-apps', () => {
     const pkg = makePackage(manifestFor('com.example.lengths', '1.0.0'));
     const target = (await uploadUrl(developer, pkg)).body;
     const before = storedFiles();
-    assert.equal((await put(target.upload_url, pkg.bytes.subarray(1))).status, 400);
-    assert.equal((await put(target.upload_url, Buffer.concat([pkg.bytes, Buffer.from('x')]))).status, 413);
+    assert.equal((await putPackage(target.upload_url, pkg.bytes.subarray(1))).status, 400);
+    assert.equal(
+      (await putPackage(target.upload_url, Buffer.concat([pkg.bytes, Buffer.from('x')]))).status,
+      413,
+    );
     const altered = Buffer.from(pkg.bytes);
     altered[altered.length - 1] = (altered[altered.length - 1] ?? 0) ^ 1;
-    const mismatch = await put(target.upload_url, altered);
+    const mismatch = await putPackage(target.upload_url, altered);
     assert.equal(mismatch.status, 422);
     assert.equal(mismatch.body.code, 'sha256_mismatch');
     assert.equal(storedFiles(), before, 'a failed upload leaves nothing behind');
 
-    assert.equal((await put(target.upload_url, pkg.bytes)).status, 201);
-    const again = await put(target.upload_url, pkg.bytes);
+    assert.equal((await putPackage(target.upload_url, pkg.bytes)).status, 201);
+    const again = await putPackage(target.upload_url, pkg.bytes);
     assert.equal(again.status, 409, 'a URL works once');
     assert.equal(again.body.code, 'upload_used');
   });
@@ -202,7 +195,7 @@ describe('publishing mini-apps', () => {
     const pkg = makePackage(manifestFor('com.example.noauth', '1.0.0'));
     const target = (await uploadUrl(developer, pkg)).body;
     assert.equal(
-      (await put(target.upload_url, pkg.bytes, { authorization: 'Bearer svc_nonsense' })).status,
+      (await putPackage(target.upload_url, pkg.bytes, { authorization: 'Bearer svc_nonsense' })).status,
       201,
     );
   });
@@ -332,7 +325,7 @@ describe('publishing mini-apps', () => {
   test('when a package is refused at submit then its file is deleted, and submitting it again says it was refused', async () => {
     const pkg = makePackage(manifestFor('com.example.refused', '1.0.0'), { 'other.html': 'x' });
     const target = (await uploadUrl(developer, pkg)).body;
-    assert.equal((await put(target.upload_url, pkg.bytes)).status, 201);
+    assert.equal((await putPackage(target.upload_url, pkg.bytes)).status, 201);
     const stored = join(service.config.dataDir, 'blobs', 'packages', `${target.upload_id}.tar.gz`);
     assert.ok(existsSync(stored));
     const submit = () =>
@@ -356,7 +349,7 @@ describe('publishing mini-apps', () => {
       body: { app_id: 'com.example.switched', version: '5.0.0', size: pkg.size, sha256: pkg.sha256 },
     });
     assert.equal(target.status, 201);
-    assert.equal((await put(target.body.upload_url, pkg.bytes)).status, 201);
+    assert.equal((await putPackage(target.body.upload_url, pkg.bytes)).status, 201);
     const submitted = await call(url, 'POST', '/api/v1/mini-apps/submit', {
       token: developer.token,
       body: { upload_id: target.body.upload_id },
@@ -368,7 +361,7 @@ describe('publishing mini-apps', () => {
   test('when an upload is submitted twice then the second is 409', async () => {
     const pkg = makePackage(manifestFor('com.example.twice', '1.0.0'));
     const target = (await uploadUrl(developer, pkg)).body;
-    await put(target.upload_url, pkg.bytes);
+    await putPackage(target.upload_url, pkg.bytes);
     const submit = () =>
       call(url, 'POST', '/api/v1/mini-apps/submit', {
         token: developer.token,

@@ -8,28 +8,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { signUpDeveloper } from './support/accounts.ts';
-import { call, eventually, startRequest } from './support/http.ts';
+import { call, eventually, putPackage, sameUrlOn, startRequest } from './support/http.ts';
 import { makePackage, manifestFor, type TestPackage } from './support/packages.ts';
 import { exitOf, type ServiceProcess, startServiceProcess } from './support/service-process.ts';
 
 const partialFiles = (dataDir: string) =>
   readdirSync(join(dataDir, 'blobs', 'incoming')).filter((name) => name.endsWith('.part'));
-
-async function put(target: string, body: Buffer) {
-  const response = await fetch(target, {
-    method: 'PUT',
-    headers: { 'content-type': 'application/gzip' },
-    body,
-  });
-  const text = await response.text();
-  return { status: response.status, body: text ? JSON.parse(text) : undefined };
-}
-
-/** The same upload URL on the service as it runs now (its port changes with each start). */
-function on(service: ServiceProcess, target: string): string {
-  const { pathname, search } = new URL(target);
-  return `${service.url}${pathname}${search}`;
-}
 
 /** Asks for an upload URL and starts a PUT that sends half the package, then stalls. */
 async function stallHalfwayThroughAnUpload(service: ServiceProcess, dataDir: string, pkg: TestPackage) {
@@ -47,7 +31,7 @@ async function stallHalfwayThroughAnUpload(service: ServiceProcess, dataDir: str
   );
   stalled.send(pkg.bytes.subarray(0, Math.floor(pkg.size / 2)));
   await eventually('the upload is under way', () => partialFiles(dataDir).length === 1);
-  const second = await put(target.body.upload_url, pkg.bytes);
+  const second = await putPackage(target.body.upload_url, pkg.bytes);
   assert.equal(second.body?.code, 'upload_in_progress', 'while it lasts, the URL is held');
   return { uploadUrl: target.body.upload_url as string, stalled };
 }
@@ -94,7 +78,7 @@ describe('uploads interrupted by the service stopping', () => {
 
     const again = await startServiceProcess({ dataDir });
     try {
-      const reply = await put(on(again, uploadUrl), pkg.bytes);
+      const reply = await putPackage(sameUrlOn(again, uploadUrl), pkg.bytes);
       assert.equal(reply.status, 201, JSON.stringify(reply.body));
     } finally {
       await again.stop();
@@ -118,7 +102,7 @@ describe('uploads interrupted by the service stopping', () => {
     try {
       // The dead receiver's 1 s hold lapses, and the service lets the URL go.
       await eventually('the partial file is deleted', () => partialFiles(dataDir).length === 0);
-      const reply = await put(on(again, uploadUrl), pkg.bytes);
+      const reply = await putPackage(sameUrlOn(again, uploadUrl), pkg.bytes);
       assert.equal(reply.status, 201, JSON.stringify(reply.body));
       assert.deepEqual(partialFiles(dataDir), []);
     } finally {

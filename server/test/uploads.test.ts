@@ -9,7 +9,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { type Developer, signUpDeveloper } from './support/accounts.ts';
-import { call, eventually, type StreamedRequest, startRequest, trickle } from './support/http.ts';
+import {
+  call,
+  eventually,
+  putPackage,
+  type StreamedRequest,
+  sameUrlOn,
+  startRequest,
+  trickle,
+} from './support/http.ts';
 import { makePackage, manifestFor, type TestPackage } from './support/packages.ts';
 import { startTestService, type TestService } from './support/service.ts';
 
@@ -25,22 +33,6 @@ async function uploadUrl(service: TestService, developer: Developer, pkg: TestPa
   });
   assert.equal(reply.status, 201, JSON.stringify(reply.body));
   return reply.body;
-}
-
-async function put(target: string, body: Buffer) {
-  const response = await fetch(target, {
-    method: 'PUT',
-    headers: { 'content-type': 'application/gzip' },
-    body,
-  });
-  const text = await response.text();
-  return { status: response.status, body: text ? JSON.parse(text) : undefined };
-}
-
-/** The same URL on another replica (or another run of the service). */
-function on(service: TestService, target: string): string {
-  const { pathname, search } = new URL(target);
-  return `${service.url}${pathname}${search}`;
 }
 
 /** A PUT of the package whose body the test sends itself, piece by piece. */
@@ -118,10 +110,10 @@ describe('presigned upload URLs are taken only as the service wrote them', () =>
       );
       assert.notEqual(rewritten, target.upload_url);
 
-      const refused = await put(rewritten, pkg.bytes);
+      const refused = await putPackage(rewritten, pkg.bytes);
       assert.equal(refused.status, 403, JSON.stringify(refused.body));
       assert.equal(refused.body.code, 'invalid_upload_url');
-      assert.equal((await put(target.upload_url, pkg.bytes)).status, 201);
+      assert.equal((await putPackage(target.upload_url, pkg.bytes)).status, 201);
     });
   }
 });
@@ -162,7 +154,7 @@ describe('uploads that arrive slowly', () => {
     assert.ok(reply.bodyBytesSent < pkg.size);
 
     await eventually('the partial file is deleted', () => partialFiles(service.config.dataDir).length === 0);
-    assert.equal((await put(target.upload_url, pkg.bytes)).status, 201, 'the URL was released');
+    assert.equal((await putPackage(target.upload_url, pkg.bytes)).status, 201, 'the URL was released');
   });
 });
 
@@ -212,10 +204,13 @@ describe('uploads on several replicas of one store and data folder', () => {
         1,
         "the stalled upload's partial file is gone, the flowing one's kept",
       );
-      const busy = await put(on(starting, flowingTarget.upload_url), flowing.bytes);
+      const busy = await putPackage(sameUrlOn(starting, flowingTarget.upload_url), flowing.bytes);
       assert.equal(busy.status, 409, 'the flowing upload still holds its URL');
       assert.equal(busy.body.code, 'upload_in_progress');
-      assert.equal((await put(on(starting, stalledTarget.upload_url), stalled.bytes)).status, 201);
+      assert.equal(
+        (await putPackage(sameUrlOn(starting, stalledTarget.upload_url), stalled.bytes)).status,
+        201,
+      );
       assert.equal((await flowingReply).status, 201, 'the flowing upload finishes where it started');
     } finally {
       stalledPut.abandon();

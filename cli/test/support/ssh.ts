@@ -35,3 +35,16 @@ export async function startAgent(
       }),
   };
 }
+
+/** A key as `GET /api/v1/dev/keys` lists it, for stand-ins of the service. */
+export function sshKeyRecord(id: string) {
+  return {
+    id,
+    type: 'ssh-ed25519',
+    fingerprint: 'SHA256:x',
+    title: 'laptop',
+    public_key: 'ssh-ed25519 AAAA',
+    created_at: '2026-11-21T09:00:00Z',
+    last_used_at: null,
+  };
+}

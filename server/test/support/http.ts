@@ -162,3 +162,20 @@ export async function eventually(what: string, check: () => boolean | Promise<bo
     await pause(50);
   }
 }
+
+/** A package PUT to a presigned upload URL, as `svc publish` sends it: no Authorization header. */
+export async function putPackage(target: string, body: Buffer, headers: Record<string, string> = {}) {
+  const response = await fetch(target, {
+    method: 'PUT',
+    headers: { 'content-type': 'application/gzip', ...headers },
+    body,
+  });
+  const text = await response.text();
+  return { status: response.status, body: text ? JSON.parse(text) : undefined };
+}
+
+/** The same URL on another service (another replica, or a restart on another port). */
+export function sameUrlOn(service: { url: string }, target: string): string {
+  const { pathname, search } = new URL(target);
+  return `${service.url}${pathname}${search}`;
+}
