@@ -30,7 +30,14 @@ export function buildDocs(outDir: string): void {
   const cdnScript = /https:\/\/cdn\.redocly\.com\/redoc\/[^"']+\/redoc\.standalone\.js/g;
   if (!cdnScript.test(html))
     throw new Error('build-docs: the page no longer loads Redoc from where this script expects');
+  // Redoc's router runs on the hash (/docs#/mini-apps) but prerenders its links as site paths
+  // (/mini-apps): opened in a new tab, those land on the API's 404. Write them as the hash
+  // links the page itself makes once it runs.
+  const sitePathLink = /href="\/(?!docs\/)/g;
+  if (!sitePathLink.test(html))
+    throw new Error('build-docs: the page no longer links its sections as this script expects');
   const offline = html
+    .replace(sitePathLink, 'href="#/')
     .replace(cdnScript, '/docs/redoc.standalone.js')
     // The CDN copy's integrity hash need not match the local copy; the script comes from this origin.
     .replace(/\s+integrity="[^"]*"/g, '')
