@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, before, describe, test } from 'node:test';
+import { afterAll, beforeAll, describe, test } from 'vitest';
 import { buildCli } from '../../scripts/build-cli.ts';
 import { call } from '../../server/test/support/http.ts';
 import { type RunningService, startServiceProcess } from './support/service.ts';
@@ -18,7 +18,7 @@ describe('svc end to end', () => {
   let second: { path: string; publicLine: string };
   let firstKeyId = '';
 
-  before(async () => {
+  beforeAll(async () => {
     await buildCli();
     service = await startServiceProcess();
     env = userEnv(home, { SVC_API_URL: service.url });
@@ -41,7 +41,7 @@ describe('svc end to end', () => {
     firstKeyId = String(added.body.id);
   });
 
-  after(async () => {
+  afterAll(async () => {
     await service.stop();
     rmSync(home, { recursive: true, force: true });
   });

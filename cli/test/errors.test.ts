@@ -5,7 +5,7 @@ import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, before, describe, test } from 'node:test';
+import { afterAll, beforeAll, describe, test } from 'vitest';
 import { buildCli } from '../../scripts/build-cli.ts';
 import { makeKey, sshKeyRecord } from './support/ssh.ts';
 import { svc, userEnv } from './support/svc.ts';
@@ -40,7 +40,7 @@ describe('svc errors a person understands', () => {
     body: { type: `/problems/${code}`, title: code, status, detail, code },
   });
 
-  before(async () => {
+  beforeAll(async () => {
     await buildCli();
     mkdirSync(join(home, '.ssh'), { mode: 0o700 });
     server = createServer((req, res) => {
@@ -57,7 +57,7 @@ describe('svc errors a person understands', () => {
     url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   });
 
-  after(() => {
+  afterAll(() => {
     server.close();
     rmSync(home, { recursive: true, force: true });
   });

@@ -3,12 +3,12 @@
  * globally into a prefix of its own, run from an app's folder with plain Node (no TypeScript loader).
  */
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
+import { execFile, execFileSync } from 'node:child_process';
 import { cpSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { homedir, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { after, before, describe, test } from 'node:test';
 import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, test } from 'vitest';
 import { buildCli } from '../../scripts/build-cli.ts';
 import { repoRoot } from '../../scripts/repo-root.ts';
 
@@ -26,14 +26,30 @@ describe('svc installed from its package', () => {
     npm_config_cache: process.env.npm_config_cache ?? join(process.env.HOME ?? scratch, '.npm'),
   };
 
-  before(async () => {
+  // npm itself runs with the user's own npm settings and certificates, as it would in their shell:
+  // `--prefix` would otherwise move the global npmrc (where a registry's CA file may be named).
+  const npmEnv: NodeJS.ProcessEnv = {
+    ...env,
+    PATH: process.env.PATH,
+    npm_config_userconfig: process.env.npm_config_userconfig ?? join(homedir(), '.npmrc'),
+    npm_config_globalconfig: execFileSync('npm', ['config', 'get', 'globalconfig'], {
+      encoding: 'utf8',
+    }).trim(),
+    ...Object.fromEntries(
+      Object.entries(process.env).filter(([name]) =>
+        /^(node_extra_ca_certs|ssl_cert_file|https?_proxy|no_proxy)$/i.test(name),
+      ),
+    ),
+  };
+
+  beforeAll(async () => {
     await buildCli();
     mkdirSync(env.HOME as string);
     const packDir = join(scratch, 'pack');
     mkdirSync(packDir);
     await run('npm', ['pack', '-w', 'cli', '--pack-destination', packDir], {
       cwd: repoRoot,
-      env: { ...env, PATH: process.env.PATH },
+      env: npmEnv,
     });
     const [tarball] = readdirSync(packDir);
     assert.ok(tarball, 'npm pack made a tarball');
@@ -49,11 +65,11 @@ describe('svc installed from its package', () => {
         '--no-audit',
         '--no-fund',
       ],
-      { cwd: scratch, env: { ...env, PATH: process.env.PATH } },
+      { cwd: scratch, env: npmEnv },
     );
     cpSync(join(repoRoot, 'examples/hello-car'), app, { recursive: true });
   });
-  after(() => rmSync(scratch, { recursive: true, force: true }));
+  afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 
   test('when installed with npm install -g then svc runs from an app folder and says its version', async () => {
     const { stdout } = await run('svc', ['--version'], { cwd: app, env });

@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, before, describe, test } from 'node:test';
+import { afterAll, beforeAll, describe, test } from 'vitest';
 import { buildCli } from '../../scripts/build-cli.ts';
 import { call } from '../../server/test/support/http.ts';
 import { type RunningService, startServiceProcess } from './support/service.ts';
@@ -36,7 +36,7 @@ describe('publishing with svc, end to end', () => {
       body: reason ? { to, reason } : { to },
     });
 
-  before(async () => {
+  beforeAll(async () => {
     await buildCli();
     service = await startServiceProcess({
       env: { SVC_ADMIN_EMAILS: 'reviewer@example.com', SVC_MAX_PACKAGE_BYTES: '100000' },
@@ -84,7 +84,7 @@ describe('publishing with svc, end to end', () => {
     assert.equal(login.code, 0, login.stderr);
   });
 
-  after(async () => {
+  afterAll(async () => {
     await service.stop();
     rmSync(home, { recursive: true, force: true });
   });

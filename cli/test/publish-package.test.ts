@@ -17,9 +17,9 @@ import {
 } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { after, describe, test } from 'node:test';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
+import { afterAll, describe, test } from 'vitest';
 import { CliError } from '../src/errors.ts';
 import {
   checkManifest,
@@ -40,7 +40,7 @@ const validManifest: Manifest = {
 };
 
 const made: string[] = [];
-after(() => Promise.all(made.map((dir) => rm(dir, { recursive: true, force: true }))));
+afterAll(() => Promise.all(made.map((dir) => rm(dir, { recursive: true, force: true }))));
 
 /** A new folder holding `files` (path → content; a string manifest is written as is). */
 async function folder(files: Record<string, string | Buffer>): Promise<string> {

@@ -5,7 +5,7 @@ import { createServer, type IncomingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { test } from 'node:test';
+import { test } from 'vitest';
 import { buildCli } from '../../scripts/build-cli.ts';
 import { uploadPackage } from '../src/publish/upload.ts';
 import { svcBinary, userEnv } from './support/svc.ts';

@@ -4,13 +4,13 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { createServer, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, describe, test } from 'node:test';
 import { fingerprint, loginNamespace, parsePublicKeyLine, signSshsig } from '@svc/sdk/sshsig';
+import { afterAll, describe, test } from 'vitest';
 import { agentSigner, listAgentKeys, SshAgentError, type SshAgentErrorCode } from '../src/ssh-agent.ts';
 
 // A real ssh-agent, ssh-add and ssh-keygen, all in a temp dir that goes when the tests end.
 const dir = mkdtempSync(join(tmpdir(), 'svc-agent-'));
-after(() => rmSync(dir, { recursive: true, force: true }));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 // The developer's own agent, display and askpass must not leak into the tests.
 const baseEnv = Object.fromEntries(
@@ -29,7 +29,7 @@ const askpassEnv = { DISPLAY: ':0', SSH_ASKPASS_REQUIRE: 'force' };
 
 const agentSocket = join(dir, 'agent.sock');
 const agent = await startAgent();
-after(() => agent.kill());
+afterAll(() => agent.kill());
 
 function startAgent(): Promise<ChildProcess> {
   const child = spawn('ssh-agent', ['-a', agentSocket, '-D'], {
@@ -259,7 +259,7 @@ interface FakeAgent {
 }
 
 const fakeServers: Server[] = [];
-after(() => {
+afterAll(() => {
   for (const server of fakeServers) server.close();
 });
 

@@ -5,7 +5,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
-import { after, before, describe, test } from 'node:test';
+import { afterAll, beforeAll, describe, test } from 'vitest';
 import { buildCli } from '../../scripts/build-cli.ts';
 import { runCli } from '../src/cli.ts';
 import { makeKey, sshKeyRecord } from './support/ssh.ts';
@@ -16,11 +16,11 @@ describe('svc on a terminal', () => {
   const home = mkdtempSync(join(tmpdir(), 'svc-tty-'));
   let key: { path: string };
 
-  before(async () => {
+  beforeAll(async () => {
     await buildCli();
     key = makeKey(home, 'locked_ed25519', { passphrase: 'open sesame' });
   });
-  after(() => rmSync(home, { recursive: true, force: true }));
+  afterAll(() => rmSync(home, { recursive: true, force: true }));
 
   const env = () => userEnv(home, { SVC_API_URL: 'http://127.0.0.1:9', TERM: 'dumb' });
 
@@ -52,7 +52,7 @@ describe('removing the last key on a terminal', () => {
   let server: Server;
   let url = '';
 
-  before(async () => {
+  beforeAll(async () => {
     await buildCli();
     server = createServer((req, res) => {
       requests.push(`${req.method} ${req.url}`);
@@ -68,7 +68,7 @@ describe('removing the last key on a terminal', () => {
     await new Promise((resolve) => server.once('listening', resolve));
     url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   });
-  after(() => {
+  afterAll(() => {
     server.close();
     rmSync(home, { recursive: true, force: true });
   });

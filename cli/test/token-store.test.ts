@@ -3,9 +3,9 @@ import { execFile, spawnSync } from 'node:child_process';
 import { chmod, mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import { describe, test } from 'vitest';
 import {
   keyringAccount,
   keyringService,
@@ -102,7 +102,8 @@ describe('the token file, when there is no credential store', () => {
   });
 
   test('when there is no session bus, then the file is the store without being asked for', {
-    skip: process.platform !== 'linux' && 'only Linux reaches its credential store through a session bus',
+    // Only Linux reaches its credential store through a session bus.
+    skip: process.platform !== 'linux',
   }, async () => {
     await withHome(async (home) => {
       // A child with a clean environment: libdbus remembers the bus address once it has
@@ -281,7 +282,7 @@ function secretServiceTest(name: string, body: () => Promise<void>): void {
     // CI asks for these tests: a Secret Service that did not come up is a failure, not a skip.
     test(name, () => assert.fail(`SVC_REQUIRE_SECRET_SERVICE=1, but there is ${notReady}`));
   } else {
-    test(name, { skip: notReady }, body);
+    test.skip(`${name} (skipped: ${notReady})`, body);
   }
 }
 

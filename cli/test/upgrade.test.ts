@@ -5,9 +5,9 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, test } from 'vitest';
 import { classifyInstallation, UpgradeError, type UpgradeOptions, upgrade } from '../src/upgrade.ts';
 import { isolatedNpmEnv, type NpmRegistry, startNpmRegistry } from './support/npm-registry.ts';
 
@@ -37,7 +37,7 @@ describe('svc upgrade against a registry of our own, with the real npm', () => {
     ...overrides,
   });
 
-  before(async () => {
+  beforeAll(async () => {
     root = await mkdtemp(join(tmpdir(), 'svc-upgrade-'));
     const folders = { home: join(root, 'home'), cache: join(root, 'cache'), prefix: join(root, 'prefix') };
     prefix = folders.prefix;
@@ -55,7 +55,7 @@ describe('svc upgrade against a registry of our own, with the real npm', () => {
     assert.equal(await installedVersion(), '5.6.0');
   });
 
-  after(async () => {
+  afterAll(async () => {
     await registry?.close();
     if (root) await rm(root, { recursive: true, force: true });
   });

@@ -1,16 +1,12 @@
-/** Ed25519 SSH keys and SSHSIG signatures for `svc login`: public key lines, OpenSSH private key files, signing, verifying. */
+/**
+ * Ed25519 SSH keys and SSHSIG signatures for `svc login`: public key lines, OpenSSH private key
+ * files, signing, verifying. sshpk parses keys, decrypts key files and makes fingerprints; what it
+ * lacks stays here: the SSHSIG envelope and its armor, the refusal of degenerate keys, and the
+ * error codes and messages a user sees.
+ */
 import { Buffer } from 'node:buffer';
-import {
-  type CipherGCMTypes,
-  createDecipheriv,
-  createHash,
-  createPrivateKey,
-  createPublicKey,
-  type KeyObject,
-  sign,
-  verify,
-} from 'node:crypto';
-import { createRequire } from 'node:module';
+import { createHash, createPrivateKey, createPublicKey, type KeyObject, sign, verify } from 'node:crypto';
+import sshpk from 'sshpk';
 import { SshWireReader, sshString, uint32, WireFormatError } from './ssh-wire.ts';
 
 /** The SSHSIG namespace of `svc login` challenges: a signature made for another purpose never signs in. */
@@ -116,18 +112,10 @@ const armorLineWidth = 70;
 
 const privateKeyLabel = 'OPENSSH PRIVATE KEY';
 const privateKeyMagic = Buffer.from('openssh-key-v1\0', 'latin1');
-/** Padding block of an unencrypted private section, as OpenSSH writes it. */
-const unencryptedBlockSize = 8;
 
 /** DER headers that turn raw ed25519 bytes into the SPKI and PKCS#8 forms node:crypto imports. */
 const spkiEd25519Prefix = Buffer.from('302a300506032b6570032100', 'hex');
 const pkcs8Ed25519Prefix = Buffer.from('302e020100300506032b657004220420', 'hex');
-
-type KeyFileCipher =
-  | { algorithm: string; keyLength: number; ivLength: number; authTagLength: 0 }
-  | { algorithm: CipherGCMTypes; keyLength: number; ivLength: number; authTagLength: 16 };
-
-const aesBlockSize = 16;
 
 /**
  * The encodings, sign bit cleared, of the ed25519 points of small order (libsodium's list): y = 0,
@@ -144,16 +132,18 @@ const smallOrderPoints = [
   'eeffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f',
 ].map((hex) => Buffer.from(hex, 'hex'));
 
-/** The ciphers ssh-keygen -Z offers that node:crypto has as is; chacha20-poly1305@openssh.com is OpenSSH's own. */
-const keyFileCiphers: ReadonlyMap<string, KeyFileCipher> = new Map<string, KeyFileCipher>([
-  ['aes128-ctr', { algorithm: 'aes-128-ctr', keyLength: 16, ivLength: 16, authTagLength: 0 }],
-  ['aes192-ctr', { algorithm: 'aes-192-ctr', keyLength: 24, ivLength: 16, authTagLength: 0 }],
-  ['aes256-ctr', { algorithm: 'aes-256-ctr', keyLength: 32, ivLength: 16, authTagLength: 0 }],
-  ['aes128-cbc', { algorithm: 'aes-128-cbc', keyLength: 16, ivLength: 16, authTagLength: 0 }],
-  ['aes192-cbc', { algorithm: 'aes-192-cbc', keyLength: 24, ivLength: 16, authTagLength: 0 }],
-  ['aes256-cbc', { algorithm: 'aes-256-cbc', keyLength: 32, ivLength: 16, authTagLength: 0 }],
-  ['aes128-gcm@openssh.com', { algorithm: 'aes-128-gcm', keyLength: 16, ivLength: 12, authTagLength: 16 }],
-  ['aes256-gcm@openssh.com', { algorithm: 'aes-256-gcm', keyLength: 32, ivLength: 12, authTagLength: 16 }],
+/**
+ * The key-file ciphers sshpk decrypts: the AES modes ssh-keygen -Z offers whose key file is the
+ * plain openssh-key-v1 layout (AES-GCM appends a tag sshpk does not read; chacha20-poly1305 is
+ * OpenSSH's own).
+ */
+const keyFileCiphers: ReadonlySet<string> = new Set([
+  'aes128-ctr',
+  'aes192-ctr',
+  'aes256-ctr',
+  'aes128-cbc',
+  'aes192-cbc',
+  'aes256-cbc',
 ]);
 
 const createKeyAdvice = 'create one with: ssh-keygen -t ed25519';
@@ -212,7 +202,7 @@ export function parsePublicKeyLine(line: string): SshPublicKey {
 /** `SHA256:<base64 without padding>` of the public key blob, exactly as `ssh-keygen -l` prints it. */
 export function fingerprint(key: Uint8Array | { readonly publicKeyBlob: Uint8Array }): string {
   const blob = key instanceof Uint8Array ? key : key.publicKeyBlob;
-  return `SHA256:${createHash('sha256').update(blob).digest('base64').replace(/=+$/, '')}`;
+  return sshpk.parseKey(Buffer.from(blob), 'rfc4253').fingerprint('sha256').toString();
 }
 
 /** The `.pub` line of a key, `ssh-ed25519 AAAA… [comment]`, e.g. to register a key read from its private file. */
@@ -252,13 +242,9 @@ export function parsePrivateKey(pem: string, passphrase?: string): SshPrivateKey
     if (type !== undefined && type !== ed25519Type) throw unsupportedKeyType(type);
     throw malformedKey('the public key in the private key file is cut short or has extra bytes');
   }
-  const encrypted = file.cipherName !== 'none';
-  const section = encrypted ? decryptPrivateSection(file, passphrase) : readUnencryptedSection(file);
-  try {
-    return readEd25519PrivateSection(section, publicKey, encrypted);
-  } finally {
-    section.fill(0);
-  }
+  if (file.cipherName !== 'none') checkEncryption(file, passphrase);
+  const key = readWithSshpk(pem, file.cipherName === 'none' ? undefined : passphrase);
+  return ed25519FileKey(key, publicKey);
 }
 
 /**
@@ -431,11 +417,9 @@ interface PrivateKeyFile {
   kdfName: string;
   kdfOptions: Buffer;
   publicKeyBlob: Buffer;
-  privateSection: Buffer;
-  /** What follows the private section: the authentication tag of an AEAD cipher, else nothing. */
-  trailer: Buffer;
 }
 
+/** What the file says of itself before its private part: enough to refuse it clearly before decrypting. */
 function readPrivateKeyFile(pem: string): PrivateKeyFile {
   if (typeof pem !== 'string') throw malformedKey('a private key file must be read as text');
   if (pem.length > maxPrivateKeyFileLength) {
@@ -456,9 +440,8 @@ function readPrivateKeyFile(pem: string): PrivateKeyFile {
       throw malformedKey(`the file holds ${keyCount} keys; svc reads files with exactly one`);
     }
     const publicKeyBlob = reader.readString();
-    const privateSection = reader.readString();
-    const trailer = reader.readBytes(reader.remaining);
-    return { cipherName, kdfName, kdfOptions, publicKeyBlob, privateSection, trailer };
+    reader.readString(); // the private part, which sshpk reads
+    return { cipherName, kdfName, kdfOptions, publicKeyBlob };
   } catch (error) {
     if (error instanceof WireFormatError) {
       throw malformedKey('the OpenSSH private key is cut short or damaged');
@@ -484,23 +467,13 @@ function describeNotPrivateKey(text: string): string {
   return `not an OpenSSH private key (no "-----BEGIN ${privateKeyLabel}-----" line)`;
 }
 
-function readUnencryptedSection(file: PrivateKeyFile): Buffer {
-  if (file.kdfName !== 'none' || file.kdfOptions.length !== 0 || file.trailer.length !== 0) {
-    throw malformedKey('the unencrypted OpenSSH private key has stray key-derivation data');
-  }
-  if (file.privateSection.length % unencryptedBlockSize !== 0) {
-    throw malformedKey('the private part of the OpenSSH private key is cut short');
-  }
-  return Buffer.from(file.privateSection);
-}
-
-function decryptPrivateSection(file: PrivateKeyFile, passphrase: string | undefined): Buffer {
-  const cipher = keyFileCiphers.get(file.cipherName);
-  if (cipher === undefined || file.kdfName !== 'bcrypt') {
+/** Refuses, before any decryption, an encryption sshpk cannot read or a missing passphrase. */
+function checkEncryption(file: PrivateKeyFile, passphrase: string | undefined): void {
+  if (!keyFileCiphers.has(file.cipherName) || file.kdfName !== 'bcrypt') {
     throw new SshKeyError(
       'unsupported_encryption',
       `this key is encrypted with ${showName(file.cipherName)} (key derivation ${showName(file.kdfName)}); ` +
-        'svc reads AES with bcrypt, as ssh-keygen writes by default: ' +
+        'svc reads AES-CTR and AES-CBC with bcrypt, as ssh-keygen writes by default: ' +
         're-encrypt it with ssh-keygen -p -Z aes256-ctr -f <key file>',
     );
   }
@@ -509,100 +482,42 @@ function decryptPrivateSection(file: PrivateKeyFile, passphrase: string | undefi
     throw new SshKeyError('passphrase_required', 'this key is encrypted: give its passphrase');
   }
   if (typeof passphrase !== 'string') throw new TypeError('the passphrase must be a string');
-  let salt: Buffer;
-  let rounds: number;
-  try {
-    const reader = new SshWireReader(file.kdfOptions);
-    salt = reader.readString();
-    rounds = reader.readUint32();
-    reader.expectEnd();
-  } catch (error) {
-    if (error instanceof WireFormatError) {
-      throw malformedKey('the key-derivation options of the key are damaged');
-    }
-    throw error;
-  }
-  if (salt.length === 0 || rounds === 0) {
-    throw malformedKey('the key-derivation options of the key are damaged');
-  }
-  if (file.privateSection.length % aesBlockSize !== 0 || file.trailer.length !== cipher.authTagLength) {
-    throw malformedKey('the encrypted part of the OpenSSH private key is cut short or has extra bytes');
-  }
-
-  const derived = bcryptPbkdf(
-    Buffer.from(passphrase, 'utf8'),
-    salt,
-    rounds,
-    cipher.keyLength + cipher.ivLength,
-  );
-  try {
-    const key = derived.subarray(0, cipher.keyLength);
-    const iv = derived.subarray(cipher.keyLength);
-    if (cipher.authTagLength === 0) {
-      const decipher = createDecipheriv(cipher.algorithm, key, iv).setAutoPadding(false);
-      return Buffer.concat([decipher.update(file.privateSection), decipher.final()]);
-    }
-    const decipher = createDecipheriv(cipher.algorithm, key, iv, { authTagLength: cipher.authTagLength });
-    decipher.setAuthTag(file.trailer);
-    const section = decipher.update(file.privateSection);
-    try {
-      decipher.final();
-    } catch {
-      section.fill(0);
-      throw wrongPassphrase();
-    }
-    return section;
-  } finally {
-    derived.fill(0);
-  }
 }
 
 /**
- * The decrypted private section: two equal check-ints, the key, then padding 1, 2, 3, …. Check-ints
- * that differ are how a wrong passphrase shows with a cipher that does not authenticate.
+ * The key, read and (with a passphrase) decrypted by sshpk. sshpk tells a wrong passphrase by the
+ * check-ints that open the private part; anything else it refuses is a damaged file.
  */
-function readEd25519PrivateSection(section: Buffer, publicKey: Buffer, encrypted: boolean): SshPrivateKey {
+function readWithSshpk(pem: string, passphrase: string | undefined): sshpk.PrivateKey {
   try {
-    const reader = new SshWireReader(section);
-    const checkInt = reader.readUint32();
-    if (reader.readUint32() !== checkInt) {
-      if (encrypted) throw wrongPassphrase();
-      throw malformedKey('the private part of the OpenSSH private key is damaged');
-    }
-    if (reader.readString().toString('latin1') !== ed25519Type) {
-      throw malformedKey('the private key in the file is not of the type of its public key');
-    }
-    const sectionPublicKey = reader.readString();
-    const secret = reader.readString();
-    const comment = reader.readString().toString('utf8');
-    const padding = reader.readBytes(reader.remaining);
-    if (!padding.every((byte, index) => byte === ((index + 1) & 0xff))) {
-      throw malformedKey('the private part of the OpenSSH private key is damaged');
-    }
-    // OpenSSH stores the 32-byte seed followed by the public key again.
-    if (
-      !sectionPublicKey.equals(publicKey) ||
-      secret.length !== ed25519KeyLength * 2 ||
-      !secret.subarray(ed25519KeyLength).equals(publicKey)
-    ) {
-      throw malformedKey('the private key in the file does not match its public key');
-    }
-    const der = Buffer.concat([pkcs8Ed25519Prefix, secret.subarray(0, ed25519KeyLength)]);
-    const privateKey = createPrivateKey({ key: der, format: 'der', type: 'pkcs8' });
-    der.fill(0);
-    const derivedPublicKey = createPublicKey(privateKey)
-      .export({ format: 'der', type: 'spki' })
-      .subarray(spkiEd25519Prefix.length);
-    if (!derivedPublicKey.equals(publicKey)) {
-      throw malformedKey('the private key in the file does not match its public key');
-    }
-    return new Ed25519FileKey(privateKey, publicKey, comment);
+    return sshpk.parsePrivateKey(pem, 'openssh', passphrase === undefined ? {} : { passphrase });
   } catch (error) {
-    if (error instanceof WireFormatError) {
-      throw malformedKey('the private part of the OpenSSH private key is damaged');
-    }
-    throw error;
+    if (error instanceof Error && /incorrect passphrase/i.test(error.message)) throw wrongPassphrase();
+    throw malformedKey('the OpenSSH private key is cut short or damaged');
   }
+}
+
+/** The ed25519 key sshpk read, checked against the public key the file names, ready to sign with node:crypto. */
+function ed25519FileKey(key: sshpk.PrivateKey, publicKey: Buffer): SshPrivateKey {
+  const seed = key.type === 'ed25519' ? keyPart(key, 'k') : undefined;
+  if (seed === undefined || seed.length !== ed25519KeyLength) {
+    throw malformedKey('the private key in the file is not of the type of its public key');
+  }
+  const der = Buffer.concat([pkcs8Ed25519Prefix, seed]);
+  const privateKey = createPrivateKey({ key: der, format: 'der', type: 'pkcs8' });
+  der.fill(0);
+  const derivedPublicKey = createPublicKey(privateKey)
+    .export({ format: 'der', type: 'spki' })
+    .subarray(spkiEd25519Prefix.length);
+  if (!derivedPublicKey.equals(publicKey) || !keyPart(key, 'A')?.equals(publicKey)) {
+    throw malformedKey('the private key in the file does not match its public key');
+  }
+  return new Ed25519FileKey(privateKey, publicKey, key.comment ?? '');
+}
+
+/** One named part of an sshpk key (an ed25519 key has `A`, the public point, and `k`, the seed). */
+function keyPart(key: sshpk.Key | sshpk.PrivateKey, name: string): Buffer | undefined {
+  return key.parts.find((part) => part.name === name)?.data;
 }
 
 class Ed25519FileKey implements SshPrivateKey {
@@ -624,54 +539,21 @@ class Ed25519FileKey implements SshPrivateKey {
   }
 }
 
-interface BcryptPbkdfModule {
-  pbkdf(
-    passphrase: Uint8Array,
-    passphraseLength: number,
-    salt: Uint8Array,
-    saltLength: number,
-    key: Uint8Array,
-    keyLength: number,
-    rounds: number,
-  ): number;
-}
-
-let bcryptPbkdfModule: BcryptPbkdfModule | undefined;
-
-/**
- * OpenSSH's bcrypt_pbkdf, from the bcrypt-pbkdf package (the one ssh2 uses). It ships no types,
- * hence require; loaded on first use so the server, which only verifies, never loads it.
- */
-function bcryptPbkdf(passphrase: Buffer, salt: Buffer, rounds: number, length: number): Buffer {
-  bcryptPbkdfModule ??= createRequire(import.meta.url)('bcrypt-pbkdf') as BcryptPbkdfModule;
-  const key = Buffer.alloc(length);
-  const status = bcryptPbkdfModule.pbkdf(
-    passphrase,
-    passphrase.length,
-    salt,
-    salt.length,
-    key,
-    length,
-    rounds,
-  );
-  passphrase.fill(0);
-  if (status !== 0) throw malformedKey('the key-derivation options of the key are damaged');
-  return key;
-}
-
-/** The 32 raw bytes of an ssh-ed25519 public key blob, or undefined for any other blob. */
+/** The 32 raw bytes of an ssh-ed25519 public key blob, as sshpk reads it, or undefined for any other blob. */
 function readEd25519PublicKeyBlob(blob: unknown): Buffer | undefined {
   if (!(blob instanceof Uint8Array)) return undefined;
+  const bytes = Buffer.from(blob);
+  let key: sshpk.Key;
   try {
-    const reader = new SshWireReader(Buffer.from(blob));
-    if (reader.readString().toString('latin1') !== ed25519Type) return undefined;
-    const publicKey = reader.readString();
-    reader.expectEnd();
-    return publicKey.length === ed25519KeyLength ? Buffer.from(publicKey) : undefined;
-  } catch (error) {
-    if (error instanceof WireFormatError) return undefined;
-    throw error;
+    key = sshpk.parseKey(bytes, 'rfc4253');
+  } catch {
+    return undefined;
   }
+  if (key.type !== 'ed25519' || keyPart(key, 'k') !== undefined) return undefined;
+  const point = keyPart(key, 'A');
+  // sshpk pads a short point to 32 bytes; only the blob OpenSSH itself would write is taken.
+  if (point?.length !== ed25519KeyLength || !key.toBuffer('rfc4253').equals(bytes)) return undefined;
+  return Buffer.from(point);
 }
 
 /** The type string a key or signature blob starts with, or undefined when there is none. */

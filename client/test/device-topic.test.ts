@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { describe, test } from 'node:test';
+import { describe, test } from 'vitest';
 import { brands } from '../../generated/brands.ts';
 import { carTopicSuffixes } from '../../generated/mqtt.ts';
 import { DeviceIdError, deviceTopic, parseDeviceTopic } from '../src/index.ts';

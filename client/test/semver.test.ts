@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { test } from 'node:test';
+import { test } from 'vitest';
 import { compareVersions, parseVersion } from '../src/index.ts';
 
 test('when versions are compared then precedence follows semver §11', () => {

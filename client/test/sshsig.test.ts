@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, describe, test } from 'node:test';
+import { afterAll, describe, test } from 'vitest';
 import {
   fingerprint,
   formatPublicKeyLine,
@@ -22,7 +22,7 @@ import {
 
 // Every key and signature the tests check against comes from the real ssh-keygen, in a temp dir.
 const dir = mkdtempSync(join(tmpdir(), 'svc-sshsig-'));
-after(() => rmSync(dir, { recursive: true, force: true }));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 // ssh-keygen would reach for a running agent, and prompt on a TTY; neither belongs in a test.
 const sshEnv = Object.fromEntries(
@@ -321,20 +321,21 @@ describe('parsePrivateKey', () => {
     assert.equal(key.comment, 'encrypted@example');
   });
 
-  test('when the key is encrypted with aes256-gcm, then a wrong passphrase fails its tag and the right one reads it', () => {
-    assertKeyError(() => parsePrivateKey(gcmEd25519.pem, 'nope'), 'wrong_passphrase');
-    const key = parsePrivateKey(gcmEd25519.pem, passphrase);
+  test('when the key is encrypted with aes256-gcm, then it is unsupported_encryption before any passphrase, and re-encrypting it as told makes it readable', () => {
+    assertKeyError(
+      () => parsePrivateKey(gcmEd25519.pem),
+      'unsupported_encryption',
+      /ssh-keygen -p -Z aes256-ctr/,
+    );
+    assertKeyError(() => parsePrivateKey(gcmEd25519.pem, passphrase), 'unsupported_encryption', /aes256-gcm/);
+    const copy = tempFile(gcmEd25519.pem);
+    chmodSync(copy, 0o600);
+    sshKeygen(['-q', '-p', '-P', passphrase, '-N', passphrase, '-Z', 'aes256-ctr', '-f', copy]);
+    const key = parsePrivateKey(readFileSync(copy, 'utf8'), passphrase);
     assert.deepEqual(key.publicKeyBlob, parsePublicKeyLine(gcmEd25519.publicLine).publicKeyBlob);
   });
 
-  for (const cipher of [
-    'aes128-ctr',
-    'aes192-ctr',
-    'aes128-cbc',
-    'aes192-cbc',
-    'aes256-cbc',
-    'aes128-gcm@openssh.com',
-  ]) {
+  for (const cipher of ['aes128-ctr', 'aes192-ctr', 'aes128-cbc', 'aes192-cbc', 'aes256-cbc']) {
     test(`when the key is encrypted with ${cipher}, then the passphrase reads it`, () => {
       const key = generateKey(`cipher-${cipher}`, ['-t', 'ed25519', '-N', 'pass', '-a', '2', '-Z', cipher]);
       assert.equal(

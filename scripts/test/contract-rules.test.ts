@@ -3,7 +3,7 @@
  * answer the service can give, and free text is one decision (the Text schemas), not one per field.
  */
 import assert from 'node:assert/strict';
-import { describe, test } from 'node:test';
+import { describe, test } from 'vitest';
 import contract from '../../generated/openapi.json' with { type: 'json' };
 import { multilineTextPattern, textPattern, versionPattern } from '../../generated/patterns.ts';
 

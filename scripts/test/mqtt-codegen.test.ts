@@ -4,8 +4,8 @@ import { spawnSync } from 'node:child_process';
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, test } from 'node:test';
 import { pathToFileURL } from 'node:url';
+import { afterAll, test } from 'vitest';
 import { parseDocument } from 'yaml';
 import { generateMqtt } from '../codegen/mqtt.ts';
 import { isFailing, lintAsyncApi } from '../lint-asyncapi.ts';
@@ -25,7 +25,7 @@ interface MqttModule {
 
 const asyncapiPath = join(repoRoot, 'asyncapi/asyncapi.yaml');
 const scratch = mkdtempSync(join(tmpdir(), 'svc-mqtt-codegen-'));
-after(() => rmSync(scratch, { recursive: true, force: true }));
+afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 
 let counter = 0;
 /** A fresh folder holding asyncapi/ and the openapi/ schemas it references, as in the repository. */

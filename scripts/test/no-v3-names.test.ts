@@ -11,8 +11,8 @@ import {
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, relative, sep } from 'node:path';
-import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, test } from 'vitest';
 import { brands } from '../../generated/brands.ts';
 import { repoRoot } from '../repo-root.ts';
 
@@ -132,11 +132,10 @@ describe('removed v3 names', () => {
   });
 
   for (const folder of searchedFolders) {
-    test(`when ${folder}/ holds files then the search read some of them`, (t) => {
+    test(`when ${folder}/ holds files then the search read some of them`, ({ skip }) => {
       const dir = join(repoRoot, folder);
-      if (!existsSync(dir)) return t.skip(`${folder}/ does not exist`);
-      if (readdirSync(dir).every((name) => skippedDirectories.has(name)))
-        return t.skip(`${folder}/ is empty`);
+      if (!existsSync(dir)) return skip(`${folder}/ does not exist`);
+      if (readdirSync(dir).every((name) => skippedDirectories.has(name))) return skip(`${folder}/ is empty`);
       assert.ok(search(folder).filesRead > 0, `read no file in ${folder}/`);
     });
   }
@@ -163,7 +162,7 @@ describe('the v3 name search', () => {
   const plantedLine = (spelling: string): string => `  const value = ${spelling}();`;
   const v4Names = ['deviceId', 'device_id', 'brand', 'nativeId', 'redactDeviceId', 'formatDeviceId', 'fetch'];
 
-  before(() => {
+  beforeAll(() => {
     root = mkdtempSync(join(tmpdir(), 'no-v3-names-'));
     planted.forEach(({ spelling }, index) => {
       write(plantedFile(index), `// planted\nexport function f() {\n${plantedLine(spelling)}\n}\n`);
@@ -174,7 +173,7 @@ describe('the v3 name search', () => {
     write('src/image.bin', Buffer.concat([Buffer.from([0, 1, 2]), Buffer.from(`${planted[0]?.spelling}`)]));
   });
 
-  after(() => {
+  afterAll(() => {
     if (root !== '') rmSync(root, { recursive: true, force: true });
   });
 

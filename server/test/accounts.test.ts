@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { afterAll, beforeAll, describe, test } from 'vitest';
 import { call } from './support/http.ts';
 import { startTestService, type TestService } from './support/service.ts';
 
@@ -8,11 +8,11 @@ describe('accounts', () => {
   let url: string;
   const password = 'correct horse battery staple';
 
-  before(async () => {
+  beforeAll(async () => {
     service = await startTestService({ SVC_ADMIN_EMAILS: 'root@example.com' });
     url = service.url;
   });
-  after(() => service.stop());
+  afterAll(() => service.stop());
 
   const signUp = (email: string, pass = password, name = 'Ada') =>
     call(url, 'POST', '/api/v1/account/signup', { body: { email, password: pass, name } });

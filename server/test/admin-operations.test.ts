@@ -4,7 +4,7 @@
  * operation is built yet.
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { afterAll, beforeAll, describe, test } from 'vitest';
 import { routes } from '../../generated/routes.ts';
 import { type Developer, signUpDeveloper } from './support/accounts.ts';
 import { call } from './support/http.ts';
@@ -21,11 +21,11 @@ describe('admin operations', () => {
   let service: TestService;
   let developer: Developer;
 
-  before(async () => {
+  beforeAll(async () => {
     service = await startTestService();
     developer = await signUpDeveloper(service.url);
   });
-  after(() => service.stop());
+  afterAll(() => service.stop());
 
   test('when the contract is read then it marks admin operations (the walk below is not empty)', () => {
     assert.ok(adminOperations.length >= 3, adminOperations.map(([id]) => id).join(', '));

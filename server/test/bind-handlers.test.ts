@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import type { AddressInfo } from 'node:net';
-import { after, before, describe, test } from 'node:test';
 import express from 'express';
+import { afterAll, beforeAll, describe, test } from 'vitest';
 import { type OperationId, routes } from '../../generated/routes.ts';
 import type { Principal } from '../src/auth/principal.ts';
 import { type BindOptions, bindHandlers, type Handlers } from '../src/http/bind-handlers.ts';
@@ -76,7 +76,7 @@ describe('bindHandlers', () => {
   let base = '';
   let server: ReturnType<ReturnType<typeof express>['listen']>;
 
-  before(async () => {
+  beforeAll(async () => {
     const app = express();
     app.use(express.json());
     app.use(bindHandlers(express.Router(), handlers, options));
@@ -86,7 +86,7 @@ describe('bindHandlers', () => {
     base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   });
 
-  after(() => new Promise((resolve) => server.close(resolve)));
+  afterAll(() => new Promise((resolve) => server.close(resolve)));
 
   test('when an operation is called then its handler answers with the status and JSON body it returned', async () => {
     const response = await fetch(`${base}/healthz`);

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { resolve } from 'node:path';
-import { describe, test } from 'node:test';
+import { describe, test } from 'vitest';
 import { ConfigError, loadConfig } from '../src/config.ts';
 
 describe('config', () => {

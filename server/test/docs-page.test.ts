@@ -2,24 +2,26 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, before, describe, test } from 'node:test';
 import type { Browser } from 'playwright-core';
+import { afterAll, beforeAll, describe, test } from 'vitest';
 import { buildDocs } from '../../scripts/build-docs.ts';
 import { chromiumMissing, launchChromium } from './support/browser.ts';
 import { startTestService, type TestService } from './support/service.ts';
 
-describe('the reference page in a browser', { skip: chromiumMissing() }, () => {
+const missing = chromiumMissing();
+
+describe.skipIf(missing)(`the reference page in a browser${missing ? ` (${missing})` : ''}`, () => {
   let service: TestService;
   let browser: Browser;
   const docsDir = mkdtempSync(join(tmpdir(), 'svc-docs-'));
 
-  before(async () => {
+  beforeAll(async () => {
     buildDocs(docsDir);
     service = await startTestService({}, { docsDir });
     browser = await launchChromium();
   });
 
-  after(async () => {
+  afterAll(async () => {
     await browser?.close();
     await service?.stop();
     rmSync(docsDir, { recursive: true, force: true });

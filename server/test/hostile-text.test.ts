@@ -3,7 +3,7 @@
  * characters): refused with 422 wherever it comes in, never a 500 and never a half-written record.
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { afterAll, beforeAll, describe, test } from 'vitest';
 import { type Developer, signUpDeveloper } from './support/accounts.ts';
 import { call, type Reply } from './support/http.ts';
 import { makePackage, manifestFor } from './support/packages.ts';
@@ -16,12 +16,12 @@ describe('hostile text', () => {
   let developer: Developer;
   const kit = new SshKit();
 
-  before(async () => {
+  beforeAll(async () => {
     service = await startTestService();
     url = service.url;
     developer = await signUpDeveloper(url);
   });
-  after(async () => {
+  afterAll(async () => {
     await service.stop();
     kit.cleanup();
   });

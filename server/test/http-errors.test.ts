@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, before, describe, test } from 'node:test';
+import { afterAll, beforeAll, describe, test } from 'vitest';
 import { buildDocs } from '../../scripts/build-docs.ts';
 import { signUpDeveloper } from './support/accounts.ts';
 import { call, type RawReply, rawExchange } from './support/http.ts';
@@ -13,13 +13,13 @@ describe('the HTTP surface', () => {
   let url: string;
   const docsDir = mkdtempSync(join(tmpdir(), 'svc-docs-'));
 
-  before(async () => {
+  beforeAll(async () => {
     buildDocs(docsDir);
     service = await startTestService({}, { docsDir });
     url = service.url;
   });
 
-  after(async () => {
+  afterAll(async () => {
     await service.stop();
     rmSync(docsDir, { recursive: true, force: true });
   });

@@ -5,7 +5,7 @@ import { createServer, request } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, describe, test } from 'node:test';
+import { afterAll, describe, test } from 'vitest';
 import { call } from './support/http.ts';
 import { exitOf, startServiceProcess } from './support/service-process.ts';
 
@@ -14,7 +14,7 @@ const mainModule = join(import.meta.dirname, '../src/main.ts');
 
 describe('npm start', () => {
   const dataDir = mkdtempSync(join(tmpdir(), 'svc-data-'));
-  after(() => rmSync(dataDir, { recursive: true, force: true }));
+  afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
 
   test('when started then it prints where the API, docs and data are', async () => {
     const { child, url, banner } = await startProcess(dataDir);

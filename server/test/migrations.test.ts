@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { afterAll, beforeAll, describe, test } from 'vitest';
 import { migrateToLatest, migrationConfig } from '../src/store/db.ts';
 import { openTestStore, type TestStore } from './support/store.ts';
 
@@ -27,10 +27,10 @@ async function existingTables(store: TestStore): Promise<string[]> {
 
 describe('migrations', () => {
   let store: TestStore;
-  before(async () => {
+  beforeAll(async () => {
     store = await openTestStore();
   });
-  after(() => store.close());
+  afterAll(() => store.close());
 
   test('when they run up, down and up again then every table is made, dropped and made again', async () => {
     await migrateToLatest(store.db);

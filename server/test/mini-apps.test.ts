@@ -3,8 +3,8 @@ import { createHash } from 'node:crypto';
 import { existsSync, readdirSync } from 'node:fs';
 import { request } from 'node:http';
 import { join } from 'node:path';
-import { after, before, describe, test } from 'node:test';
 import { gzipSync } from 'node:zlib';
+import { afterAll, beforeAll, describe, test } from 'vitest';
 import { type Developer, signUpAdmin, signUpDeveloper } from './support/accounts.ts';
 import { call, putPackage } from './support/http.ts';
 import { makePackage, manifestFor, type TestPackage } from './support/packages.ts';
@@ -17,7 +17,7 @@ describe('publishing mini-apps', () => {
   let developer: Developer;
   let admin: Developer;
 
-  before(async () => {
+  beforeAll(async () => {
     service = await startTestService({
       SVC_ADMIN_EMAILS: 'reviewer@example.com',
       SVC_MAX_PACKAGE_BYTES: '200000',
@@ -26,7 +26,7 @@ describe('publishing mini-apps', () => {
     developer = await signUpDeveloper(url);
     admin = await signUpAdmin(service, 'reviewer@example.com');
   });
-  after(() => service.stop());
+  afterAll(() => service.stop());
 
   const uploadUrl = (who: Developer, pkg: { appId: string; version: string; size: number; sha256: string }) =>
     call(url, 'POST', '/api/v1/mini-apps/upload-url', {

@@ -4,8 +4,8 @@ import { randomBytes } from 'node:crypto';
 import { linkSync, mkdirSync, mkdtempSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { after, before, describe, test } from 'node:test';
 import { gzipSync } from 'node:zlib';
+import { afterAll, beforeAll, describe, test } from 'vitest';
 import { ProblemError } from '../src/http/problem.ts';
 import { type CheckedPackage, checkPackage, type PackageLimits } from '../src/mini-apps/package-check.ts';
 import {
@@ -34,10 +34,10 @@ const mebibyte = 1024 * 1024;
 describe('package check', () => {
   let dir: string;
   let made = 0;
-  before(() => {
+  beforeAll(() => {
     dir = mkdtempSync(join(tmpdir(), 'svc-package-check-'));
   });
-  after(() => rmSync(dir, { recursive: true, force: true }));
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
   /** A fresh path in the temporary folder. */
   const scratch = (name: string) => {

@@ -3,7 +3,7 @@
  * hold a connection by sending slowly. Raw sockets, because a client library sends bodies whole.
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { afterAll, beforeAll, describe, test } from 'vitest';
 import { type RawReply, startRequest, trickle } from './support/http.ts';
 import { startTestService, type TestService } from './support/service.ts';
 
@@ -36,11 +36,11 @@ describe('request bodies too large or too slow', () => {
   let service: TestService;
   let host: string;
 
-  before(async () => {
+  beforeAll(async () => {
     service = await startTestService({ SVC_REQUEST_TIMEOUT: '1s' });
     host = new URL(service.url).host;
   });
-  after(() => service.stop());
+  afterAll(() => service.stop());
 
   const post = (headers: string) =>
     startRequest(

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { describe, test } from 'node:test';
+import { describe, test } from 'vitest';
 import type { components } from '../../generated/openapi.ts';
 import { ProblemError } from '../src/http/problem.ts';
 import { checkMove, type Party, type ReviewState, reviewMoves } from '../src/mini-apps/review.ts';

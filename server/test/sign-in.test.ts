@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { after, before, beforeEach, describe, test } from 'node:test';
 import { fingerprint, parsePrivateKey, parsePublicKeyLine, signSshsig } from '@svc/sdk/sshsig';
+import { afterAll, beforeAll, beforeEach, describe, test } from 'vitest';
 import { type Developer, registerKey, signUpDeveloper } from './support/accounts.ts';
 import { call } from './support/http.ts';
 import { startTestService, type TestService } from './support/service.ts';
@@ -30,7 +30,7 @@ describe('SSH-key sign-in', () => {
     return { id: issued.body.challenge_id as string, message: issued.body.message as string, signature };
   }
 
-  before(async () => {
+  beforeAll(async () => {
     service = await startTestService();
     url = service.url;
     developer = await signUpDeveloper(url);
@@ -38,7 +38,7 @@ describe('SSH-key sign-in', () => {
     await registerKey(url, developer, key.publicLine);
   });
 
-  after(async () => {
+  afterAll(async () => {
     await service.stop();
     kit.cleanup();
   });

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { afterAll, beforeAll, describe, test } from 'vitest';
 import { type Developer, registerKey, signInWithKey, signUpDeveloper } from './support/accounts.ts';
 import { call } from './support/http.ts';
 import { startTestService, type TestService } from './support/service.ts';
@@ -11,12 +11,12 @@ describe('SSH keys', () => {
   let url: string;
   let developer: Developer;
 
-  before(async () => {
+  beforeAll(async () => {
     service = await startTestService();
     url = service.url;
     developer = await signUpDeveloper(url);
   });
-  after(async () => {
+  afterAll(async () => {
     await service.stop();
     kit.cleanup();
   });

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { afterAll, beforeAll, describe, test } from 'vitest';
 import { tokenCacheTtlMs } from '../src/auth/token-service.ts';
 import { poolSize } from '../src/store/db.ts';
 import { storeUnavailableReason } from '../src/store/unavailable.ts';
@@ -40,118 +40,121 @@ function addKey(service: TestService, developer: Developer, publicKey: string): 
   });
 }
 
-describe('when the database is unreachable', { skip: needsPostgres }, () => {
-  const kit = new SshKit();
-  let proxy: TcpProxy;
-  let store: TestStore;
-  let service: TestService;
-  let developer: Developer;
+describe.skipIf(needsPostgres)(
+  `when the database is unreachable${needsPostgres ? ` (${needsPostgres})` : ''}`,
+  () => {
+    const kit = new SshKit();
+    let proxy: TcpProxy;
+    let store: TestStore;
+    let service: TestService;
+    let developer: Developer;
 
-  before(async () => {
-    const server = new URL(process.env.DATABASE_URL ?? '');
-    proxy = await startTcpProxy({ host: server.hostname, port: Number(server.port || 5432) });
-    store = await openTestStore({ port: proxy.port, acquireTimeoutMs: 1000, statementTimeoutMs: 5000 });
-    service = await startTestService({}, { store });
-    developer = await signUpDeveloper(service.url);
-  });
-  after(async () => {
-    await service.stop();
-    await store.close();
-    await proxy.close();
-    kit.cleanup();
-  });
+    beforeAll(async () => {
+      const server = new URL(process.env.DATABASE_URL ?? '');
+      proxy = await startTcpProxy({ host: server.hostname, port: Number(server.port || 5432) });
+      store = await openTestStore({ port: proxy.port, acquireTimeoutMs: 1000, statementTimeoutMs: 5000 });
+      service = await startTestService({}, { store });
+      developer = await signUpDeveloper(service.url);
+    });
+    afterAll(async () => {
+      await service.stop();
+      await store.close();
+      await proxy.close();
+      kit.cleanup();
+    });
 
-  test(
-    'when it refuses connections then API operations answer 503 service_unavailable with Retry-After, each logged once at warn',
-    answered,
-    async () => {
-      await proxy.refuse();
-      // The token is looked up in the store again, not answered from the cache.
-      service.clock.advance(tokenCacheTtlMs);
-      const from = service.logs.length;
+    test(
+      'when it refuses connections then API operations answer 503 service_unavailable with Retry-After, each logged once at warn',
+      answered,
+      async () => {
+        await proxy.refuse();
+        // The token is looked up in the store again, not answered from the cache.
+        service.clock.advance(tokenCacheTtlMs);
+        const from = service.logs.length;
 
-      assertUnavailable(
-        await call(service.url, 'GET', '/api/v1/dev/me', { token: developer.token }),
-        'dev/me',
-      );
-      const challenge = await call(service.url, 'POST', '/api/v1/auth/challenges', {
-        body: { public_key: kit.makeKey().publicLine },
-      });
-      assertUnavailable(challenge, 'auth/challenges');
-      const readiness = await call(service.url, 'GET', '/readyz');
-      assert.equal(readiness.status, 503);
-      assert.deepEqual(readiness.body, { status: 'not_ready', checks: { store: 'failing' } });
+        assertUnavailable(
+          await call(service.url, 'GET', '/api/v1/dev/me', { token: developer.token }),
+          'dev/me',
+        );
+        const challenge = await call(service.url, 'POST', '/api/v1/auth/challenges', {
+          body: { public_key: kit.makeKey().publicLine },
+        });
+        assertUnavailable(challenge, 'auth/challenges');
+        const readiness = await call(service.url, 'GET', '/readyz');
+        assert.equal(readiness.status, 503);
+        assert.deepEqual(readiness.body, { status: 'not_ready', checks: { store: 'failing' } });
 
-      const logged = logsSince(service, from);
-      assert.deepEqual(
-        logged.map((line) => line.level),
-        ['warn', 'warn'],
-        'one warn line per refused request, no error',
-      );
-      assert.ok(
-        logged.every((line) => line.reason?.includes('ECONNREFUSED')),
-        JSON.stringify(logged),
-      );
-    },
-  );
+        const logged = logsSince(service, from);
+        assert.deepEqual(
+          logged.map((line) => line.level),
+          ['warn', 'warn'],
+          'one warn line per refused request, no error',
+        );
+        assert.ok(
+          logged.every((line) => line.reason?.includes('ECONNREFUSED')),
+          JSON.stringify(logged),
+        );
+      },
+    );
 
-  test(
-    'when it takes connections again then the same service answers again, without a restart',
-    answered,
-    async () => {
-      await proxy.restore();
-      assert.equal((await call(service.url, 'GET', '/readyz')).status, 200);
-      const me = await call(service.url, 'GET', '/api/v1/dev/me', { token: developer.token });
-      assert.equal(me.status, 200, JSON.stringify(me.body));
-      const challenge = await call(service.url, 'POST', '/api/v1/auth/challenges', {
-        body: { public_key: kit.makeKey().publicLine },
-      });
-      assert.equal(challenge.status, 201, JSON.stringify(challenge.body));
-    },
-  );
+    test(
+      'when it takes connections again then the same service answers again, without a restart',
+      answered,
+      async () => {
+        await proxy.restore();
+        assert.equal((await call(service.url, 'GET', '/readyz')).status, 200);
+        const me = await call(service.url, 'GET', '/api/v1/dev/me', { token: developer.token });
+        assert.equal(me.status, 200, JSON.stringify(me.body));
+        const challenge = await call(service.url, 'POST', '/api/v1/auth/challenges', {
+          body: { public_key: kit.makeKey().publicLine },
+        });
+        assert.equal(challenge.status, 201, JSON.stringify(challenge.body));
+      },
+    );
 
-  test(
-    'when the connection of a request in flight is cut then that request answers 503, and the next one is served',
-    answered,
-    async () => {
-      const lock = await lockAccountRow(store, developer.accountId);
-      try {
-        const adding = addKey(service, developer, kit.makeKey().publicLine);
-        await lock.waiters(1);
-        proxy.cut();
-        assertUnavailable(await adding, 'dev/keys cut off');
-      } finally {
-        await lock.release();
-      }
-      assert.equal((await addKey(service, developer, kit.makeKey().publicLine)).status, 201);
-    },
-  );
+    test(
+      'when the connection of a request in flight is cut then that request answers 503, and the next one is served',
+      answered,
+      async () => {
+        const lock = await lockAccountRow(store, developer.accountId);
+        try {
+          const adding = addKey(service, developer, kit.makeKey().publicLine);
+          await lock.waiters(1);
+          proxy.cut();
+          assertUnavailable(await adding, 'dev/keys cut off');
+        } finally {
+          await lock.release();
+        }
+        assert.equal((await addKey(service, developer, kit.makeKey().publicLine)).status, 201);
+      },
+    );
 
-  test(
-    'when an administrator terminates the session of a request in flight then it answers 503, and the next one is served',
-    answered,
-    async () => {
-      const lock = await lockAccountRow(store, developer.accountId);
-      const from = service.logs.length;
-      try {
-        const adding = addKey(service, developer, kit.makeKey().publicLine);
-        await lock.terminate(await lock.waiters(1));
-        assertUnavailable(await adding, 'dev/keys terminated');
-      } finally {
-        await lock.release();
-      }
-      assert.match(logsSince(service, from)[0]?.reason ?? '', /57P01/);
-      assert.equal((await addKey(service, developer, kit.makeKey().publicLine)).status, 201);
-    },
-  );
-});
+    test(
+      'when an administrator terminates the session of a request in flight then it answers 503, and the next one is served',
+      answered,
+      async () => {
+        const lock = await lockAccountRow(store, developer.accountId);
+        const from = service.logs.length;
+        try {
+          const adding = addKey(service, developer, kit.makeKey().publicLine);
+          await lock.terminate(await lock.waiters(1));
+          assertUnavailable(await adding, 'dev/keys terminated');
+        } finally {
+          await lock.release();
+        }
+        assert.match(logsSince(service, from)[0]?.reason ?? '', /57P01/);
+        assert.equal((await addKey(service, developer, kit.makeKey().publicLine)).status, 201);
+      },
+    );
+  },
+);
 
 describe('when the store is too slow', () => {
   const kit = new SshKit();
   let service: TestService;
   let developer: Developer;
 
-  before(async () => {
+  beforeAll(async () => {
     service = await startTestService({
       DATABASE_ACQUIRE_TIMEOUT_MS: '500',
       DATABASE_STATEMENT_TIMEOUT_MS: '2000',
@@ -160,7 +163,7 @@ describe('when the store is too slow', () => {
     // Signed in: the token is checked once here and then answered from the cache.
     assert.equal((await call(service.url, 'GET', '/api/v1/dev/me', { token: developer.token })).status, 200);
   });
-  after(async () => {
+  afterAll(async () => {
     await service.stop();
     kit.cleanup();
   });
@@ -220,12 +223,12 @@ describe('when the store is too slow', () => {
 describe('when a query fails for a reason of our own', () => {
   let service: TestService;
 
-  before(async () => {
+  beforeAll(async () => {
     service = await startTestService();
     // A table the sign-in needs is gone: no outage, a fault here.
     await service.store.db.schema.dropTable('sign_in_failures');
   });
-  after(() => service.stop());
+  afterAll(() => service.stop());
 
   test('then it is still 500 internal_error, logged as an error', async () => {
     const from = service.logs.length;

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { after, before, describe, test } from 'node:test';
+import { afterAll, beforeAll, describe, test } from 'vitest';
 import { registerKey, signInWithKey, signUpDeveloper } from './support/accounts.ts';
 import { call } from './support/http.ts';
 import { startTestService, type TestService } from './support/service.ts';
@@ -11,12 +11,12 @@ describe('access tokens', () => {
   let service: TestService;
   let replica: TestService;
 
-  before(async () => {
+  beforeAll(async () => {
     service = await startTestService({ SVC_TOKEN_TTL: '15m' });
     // A second API process on the same store, as behind a load balancer.
     replica = await startTestService({ SVC_TOKEN_TTL: '15m' }, { store: service.store });
   });
-  after(async () => {
+  afterAll(async () => {
     await replica.stop();
     await service.stop();
     kit.cleanup();

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
-import { before, describe, test } from 'node:test';
 import ts from 'typescript';
+import { beforeAll, describe, test } from 'vitest';
 
 // Compiles each fixture with the repository's own compiler options and reads the diagnostics,
 // so the claim "a wrong handler does not compile" is checked, not assumed.
@@ -28,7 +28,7 @@ const cases = [
 describe('typed handlers', () => {
   const messages = new Map<string, string[]>();
 
-  before(() => {
+  beforeAll(() => {
     const files = cases.map((c) => join(fixtures, c.fixture));
     const program = ts.createProgram(files, compilerOptions());
     for (const c of cases) {

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, describe, test } from 'node:test';
+import { afterAll, describe, test } from 'vitest';
 import { signUpDeveloper } from './support/accounts.ts';
 import { call, eventually, putPackage, sameUrlOn, startRequest } from './support/http.ts';
 import { makePackage, manifestFor, type TestPackage } from './support/packages.ts';
@@ -52,7 +52,7 @@ describe('uploads interrupted by the service stopping', () => {
     dataDirs.push(dir);
     return dir;
   };
-  after(() => {
+  afterAll(() => {
     for (const dir of dataDirs) rmSync(dir, { recursive: true, force: true });
   });
 

@@ -7,7 +7,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, before, describe, test } from 'node:test';
+import { afterAll, beforeAll, describe, test } from 'vitest';
 import { type Developer, signUpDeveloper } from './support/accounts.ts';
 import {
   call,
@@ -63,11 +63,11 @@ describe('presigned upload URLs are taken only as the service wrote them', () =>
   let service: TestService;
   let developer: Developer;
 
-  before(async () => {
+  beforeAll(async () => {
     service = await startTestService();
     developer = await signUpDeveloper(service.url);
   });
-  after(() => service.stop());
+  afterAll(() => service.stop());
 
   /** The last character of a 32-byte base64url value carries 4 bits and 2 unused ones. */
   const flipUnusedBit = (signature: string) => {
@@ -122,11 +122,11 @@ describe('uploads that arrive slowly', () => {
   let service: TestService;
   let developer: Developer;
 
-  before(async () => {
+  beforeAll(async () => {
     service = await startTestService({ SVC_REQUEST_TIMEOUT: '1s', SVC_MIN_BODY_RATE: '100' });
     developer = await signUpDeveloper(service.url);
   });
-  after(() => service.stop());
+  afterAll(() => service.stop());
 
   test('when an upload streams slowly but steadily for longer than SVC_REQUEST_TIMEOUT then it is stored', async () => {
     const pkg = biggerPackage('com.example.steady');
@@ -166,7 +166,7 @@ describe('uploads on several replicas of one store and data folder', () => {
   let hasty: TestService;
   let developer: Developer;
 
-  before(async () => {
+  beforeAll(async () => {
     steady = await startTestService({ SVC_UPLOAD_LEASE: '10s' }, { dataDir, clockRuns: true });
     hasty = await startTestService(
       { SVC_UPLOAD_LEASE: '1s' },
@@ -174,7 +174,7 @@ describe('uploads on several replicas of one store and data folder', () => {
     );
     developer = await signUpDeveloper(steady.url);
   });
-  after(async () => {
+  afterAll(async () => {
     await hasty.stop();
     await steady.stop();
     rmSync(dataDir, { recursive: true, force: true });

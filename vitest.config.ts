@@ -1,0 +1,32 @@
+/**
+ * `npm test`: every `test/**\/*.test.ts` of the workspaces and scripts/. `npm test -- device-id`
+ * runs the files whose path contains `device-id`.
+ */
+import { defineConfig } from 'vitest/config';
+
+export default defineConfig({
+  test: {
+    include: ['{scripts,client,server,cli}/test/**/*.test.ts'],
+    exclude: ['**/node_modules/**', '**/fixtures/**'],
+    // Each file in a process of its own: tests start services, agents and keyrings, and some
+    // set process-wide state (the environment, signal handlers).
+    pool: 'forks',
+    // Suites start real processes, ssh-keygen, brokers and Postgres databases: their time goes to
+    // waiting, not to this machine's cores, so a budget per test guards only against a hang.
+    testTimeout: 120_000,
+    hookTimeout: 120_000,
+    teardownTimeout: 30_000,
+    server: {
+      deps: {
+        // clipanion's ES build imports a folder (`../platform`), which bundlers resolve and Node
+        // does not: let vitest transform it as the CLI bundle does.
+        inline: ['clipanion'],
+      },
+    },
+    coverage: {
+      provider: 'v8',
+      include: ['client/src/**', 'server/src/**', 'cli/src/**'],
+      reporter: ['text-summary'],
+    },
+  },
+});
