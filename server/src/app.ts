@@ -22,6 +22,7 @@ import { inFlightRequests } from './http/in-flight.ts';
 import { requireIssuedUploadUrl } from './http/presigned-upload.ts';
 import { ProblemError } from './http/problem.ts';
 import { baseUrlFor } from './http/public-url.ts';
+import { requestLog } from './http/request-log.ts';
 import { requestPacing } from './http/request-pacing.ts';
 import { answerParserErrors, originFormTarget } from './http/transport.ts';
 import { contractValidators } from './http/validation.ts';
@@ -93,7 +94,7 @@ export function createApp(config: Config, deps: AppDependencies = {}) {
     timeoutMs: config.requestTimeoutSeconds * 1000,
     minBytesPerSecond: config.minBodyBytesPerSecond,
   });
-  app.use(inFlight.track, pacing.middleware);
+  app.use(requestLog(logger), inFlight.track, pacing.middleware);
   app.use(originFormTarget);
   app.use(requireCurrentCli);
   // The presigned upload PUT may take as long as its URL lives, and its URL is its credential.

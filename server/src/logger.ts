@@ -1,31 +1,85 @@
 /**
- * What the operator reads: one JSON object per line on stderr. Never given tokens, passwords or
- * request bodies.
+ * What the operator reads (DESIGN.md §13): pino, one JSON object per line on stderr, or pretty
+ * lines when stderr is a terminal. Never given tokens, passwords, secrets or request bodies; a
+ * device id anywhere in a line is written as redactDeviceId writes it, whoever logged it.
  */
+
+import { Writable } from 'node:stream';
+import { redactDeviceId } from '@svc/sdk';
+import pino from 'pino';
+import pretty from 'pino-pretty';
+import { brands } from '../../generated/brands.ts';
+
 export interface Logger {
+  debug(message: string, fields?: Record<string, unknown>): void;
   info(message: string, fields?: Record<string, unknown>): void;
   /** Something the operator should know of that is not a bug here (the store unreachable). */
   warn(message: string, fields?: Record<string, unknown>): void;
   error(message: string, fields?: Record<string, unknown>): void;
+  /** The pino logger underneath, for pino-http. */
+  readonly pino: pino.Logger;
 }
 
-function serialize(value: unknown): unknown {
-  if (value instanceof Error) return { name: value.name, message: value.message, stack: value.stack };
-  return value;
+export interface LoggerOptions {
+  /** Where the lines go; by default stderr. */
+  destination?: { write(line: string): void };
+  /** Pretty lines for a person; by default when stderr is a terminal. */
+  pretty?: boolean;
+  level?: pino.LevelWithSilent;
 }
 
-export function createLogger(write: (line: string) => void = (line) => process.stderr.write(line)): Logger {
-  const log = (level: string, message: string, fields: Record<string, unknown> = {}) => {
-    const entries = Object.entries(fields).map(([key, value]) => [key, serialize(value)]);
-    write(
-      `${JSON.stringify({ time: new Date().toISOString(), level, message, ...Object.fromEntries(entries) })}\n`,
-    );
-  };
+/**
+ * A device id as it may appear in a line: plain, or URL-encoded in a path or query. The native
+ * id is taken in its widest form (every brand's characters), so nothing slips past by brand.
+ */
+const deviceIdInText = new RegExp(`\\b(${brands.join('|')})(:|%3[Aa])([A-Za-z0-9._-]{1,64})`, 'g');
+
+/** The line with every device id in it redacted. */
+export function redactDeviceIds(text: string): string {
+  return text.replace(deviceIdInText, (_match, brand: string, _colon, nativeId: string) =>
+    redactDeviceId(`${brand}:${nativeId}`),
+  );
+}
+
+export function createLogger(options: LoggerOptions = {}): Logger {
+  const usePretty = options.pretty ?? (options.destination === undefined && process.stderr.isTTY === true);
+  const output = options.destination ?? process.stderr;
+  const destination = usePretty
+    ? pretty({
+        destination: new Writable({
+          write(chunk, _encoding, done) {
+            output.write(String(chunk));
+            done();
+          },
+        }),
+        sync: true,
+        colorize: options.destination === undefined,
+        messageKey: 'message',
+      })
+    : (options.destination ?? pino.destination({ dest: 2, sync: true }));
+  const logger = pino(
+    {
+      level: options.level ?? 'info',
+      messageKey: 'message',
+      base: undefined,
+      timestamp: pino.stdTimeFunctions.isoTime,
+      formatters: { level: (label) => ({ level: label }) },
+      serializers: { error: pino.stdSerializers.err },
+      hooks: { streamWrite: redactDeviceIds },
+    },
+    destination,
+  );
+  return wrap(logger);
+}
+
+function wrap(logger: pino.Logger): Logger {
   return {
-    info: (message, fields) => log('info', message, fields),
-    warn: (message, fields) => log('warn', message, fields),
-    error: (message, fields) => log('error', message, fields),
+    debug: (message, fields) => logger.debug(fields ?? {}, message),
+    info: (message, fields) => logger.info(fields ?? {}, message),
+    warn: (message, fields) => logger.warn(fields ?? {}, message),
+    error: (message, fields) => logger.error(fields ?? {}, message),
+    pino: logger,
   };
 }
 
-export const silentLogger: Logger = { info() {}, warn() {}, error() {} };
+export const silentLogger: Logger = wrap(pino({ level: 'silent' }));

@@ -13,6 +13,7 @@ import {
   lockFileOf,
 } from './store/data-dir-lock.ts';
 import { describeStore, embeddedDbDir } from './store/db.ts';
+import { storeUnavailableReason } from './store/unavailable.ts';
 
 const docsDir = join(import.meta.dirname, '../dist/docs');
 
@@ -81,11 +82,22 @@ async function main(): Promise<void> {
   try {
     started = await service.start();
   } catch (error) {
-    const message = portTaken(config, error);
-    if (!message) throw error;
-    await service.stop();
+    await service.stop().catch(() => undefined);
     lock?.release();
-    refuse(message);
+    const message = portTaken(config, error);
+    if (message) refuse(message);
+    // Start-up failures go through the operator's log like any other, never as a raw stack.
+    const unreachable = config.databaseUrl ? storeUnavailableReason(error) : undefined;
+    if (unreachable) {
+      logger.error('cannot start: the database is unreachable', {
+        store: describeStore({ databaseUrl: config.databaseUrl }),
+        reason: unreachable,
+        hint: 'check that Postgres runs at DATABASE_URL, or unset DATABASE_URL for the embedded store',
+      });
+    } else {
+      logger.error('cannot start', { error });
+    }
+    process.exit(1);
   }
   const { url, adminCodes } = started;
   const publicUrl = config.publicUrl ?? url;

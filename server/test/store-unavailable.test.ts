@@ -25,12 +25,15 @@ function assertUnavailable(reply: Reply, what: string): void {
   assert.ok(Number.isInteger(retryAfter) && retryAfter >= 1, `${what}: Retry-After ${retryAfter}`);
 }
 
-/** What the service logged since `from`: level and the store's reason, if any. */
+/** What the service logged since `from` besides its request lines: level and the store's reason, if any. */
 function logsSince(
   service: TestService,
   from: number,
 ): { level: string; message: string; reason?: string }[] {
-  return service.logs.slice(from).map((line) => JSON.parse(line));
+  return service.logs
+    .slice(from)
+    .map((line) => JSON.parse(line))
+    .filter((line) => line.message !== 'request');
 }
 
 function addKey(service: TestService, developer: Developer, publicKey: string): Promise<Reply> {

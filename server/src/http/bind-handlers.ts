@@ -9,6 +9,7 @@ import type { operations } from '../../../generated/openapi.ts';
 import { type OperationId, routes } from '../../../generated/routes.ts';
 import type { Principal } from '../auth/principal.ts';
 import { ProblemError } from './problem.ts';
+import { setRouteTemplate } from './request-log.ts';
 
 type Operation<K extends OperationId> = operations[K];
 
@@ -103,8 +104,13 @@ function bindOne<K extends OperationId>(
     res.locals.principal = await options.authenticate(req);
     next();
   };
+  const named = (_req: Request, res: Response, next: NextFunction) => {
+    setRouteTemplate(res, route.openapiPath);
+    next();
+  };
   router[route.method](
     route.expressPath,
+    named,
     ...(secured ? [authenticate] : []),
     ...(route.adminOnly ? [requireAdmin] : []),
     ...(options.validate?.(operationId) ?? []),

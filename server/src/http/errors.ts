@@ -10,6 +10,7 @@ import { multilineTextPatternSource, textPatternSource } from '../../../generate
 import type { Logger } from '../logger.ts';
 import { storeUnavailableReason } from '../store/unavailable.ts';
 import { ProblemError } from './problem.ts';
+import { requestFields } from './request-log.ts';
 
 /** What a 503 asks clients to wait, in seconds: about as long as a database takes to fail over. */
 export const storeRetryAfterSeconds = 5;
@@ -89,15 +90,14 @@ export function problemMiddleware(options: { logger: Logger; jsonLimitBytes: num
     if ((error as { code?: string }).code === 'ECONNRESET' && req.socket.destroyed) {
       // The client went away (an upload cancelled): no one to answer, and nothing went wrong here.
       // (A reset of the store's connection, with the client still there, is a 503 below.)
-      options.logger.info('client closed the request', { method: req.method, path: req.path });
+      options.logger.info('client closed the request', requestFields(req, res));
       return;
     }
     let problem = toProblemError(error, options.jsonLimitBytes);
     const unavailable = problem ? undefined : storeUnavailableReason(error);
     if (unavailable) {
       options.logger.warn('store unavailable: answered 503', {
-        method: req.method,
-        path: req.path,
+        ...requestFields(req, res),
         reason: unavailable,
       });
       problem = new ProblemError(
@@ -108,7 +108,7 @@ export function problemMiddleware(options: { logger: Logger; jsonLimitBytes: num
       );
     }
     if (!problem) {
-      options.logger.error('request failed', { method: req.method, path: req.path, error });
+      options.logger.error('request failed', { ...requestFields(req, res), error });
       problem = new ProblemError(
         500,
         'internal_error',

@@ -33,20 +33,23 @@ export function describeStore(options: StoreOptions): string {
 }
 
 /**
- * Knex's warnings, minus the two it repeats for every request while the store is down, each with
- * a stack trace: the error middleware logs every request the store fails, once, at warn.
+ * Knex's warnings go to the operator's log. The two it repeats for every request while the store
+ * is down, each with a stack trace, go at debug: the error middleware already logs every request
+ * the store fails, once, at warn.
  */
 function storeLog(logger: Logger | undefined): Knex.Config['log'] {
   const repeated = /^(Acquire connection error|Connection Error):/;
   return {
     warn(message: unknown) {
-      if (!repeated.test(String(message))) logger?.warn('store', { message: String(message) });
+      // Repeated ones still reach the log, below the operator's default level.
+      if (repeated.test(String(message))) logger?.debug('store', { detail: String(message) });
+      else logger?.warn('store', { detail: String(message) });
     },
     error(message: unknown) {
-      logger?.error('store', { message: String(message) });
+      logger?.error('store', { detail: String(message) });
     },
     deprecate(method: string, alternative: string) {
-      logger?.warn('store', { message: `${method} is deprecated: use ${alternative}` });
+      logger?.warn('store', { detail: `${method} is deprecated: use ${alternative}` });
     },
     debug() {},
   };

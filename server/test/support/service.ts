@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import type { AdminCode } from '../../src/accounts/admin-codes.ts';
 import { createApp } from '../../src/app.ts';
 import { type Config, loadConfig } from '../../src/config.ts';
-import type { Logger } from '../../src/logger.ts';
+import { createLogger } from '../../src/logger.ts';
 import { openTestStore, type TestStore } from './store.ts';
 
 export class TestClock {
@@ -62,12 +62,8 @@ export async function startTestService(
   // Replicas with running clocks must agree on the time: theirs is the real one.
   const clock = options.clockRuns ? new TestClock(Date.now(), true) : new TestClock();
   const logs: string[] = [];
-  const logger: Logger = {
-    info: (message, fields) => logs.push(JSON.stringify({ level: 'info', message, ...fields })),
-    warn: (message, fields) => logs.push(JSON.stringify({ level: 'warn', message, ...fields })),
-    error: (message, fields) =>
-      logs.push(JSON.stringify({ level: 'error', message, ...fields, error: String(fields?.error) })),
-  };
+  // The service's own logger, writing its lines here instead of to stderr.
+  const logger = createLogger({ destination: { write: (line) => logs.push(line.trimEnd()) } });
   const app = createApp(config, { db: store.db, clock: clock.clock, logger, docsDir: options.docsDir });
   const { url, adminCodes } = await app.start();
   return {
