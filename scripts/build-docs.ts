@@ -3,7 +3,7 @@
  * with its script served by the service itself instead of a CDN (the page must work offline).
  */
 import { execFileSync } from 'node:child_process';
-import { copyFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { repoRoot } from './repo-root.ts';
@@ -36,14 +36,24 @@ export function buildDocs(outDir: string): void {
   const sitePathLink = /href="\/(?!docs\/)/g;
   if (!sitePathLink.test(html))
     throw new Error('build-docs: the page no longer links its sections as this script expects');
+  // Redoc reports its use to Redocly's servers unless told not to; the page talks to this service only.
+  const telemetry = '"disableTelemetry":false';
+  if (!html.includes(telemetry))
+    throw new Error('build-docs: the page no longer sets disableTelemetry as this script expects');
   const offline = html
+    .replace(telemetry, '"disableTelemetry":true')
     .replace(sitePathLink, 'href="#/')
     .replace(cdnScript, '/docs/redoc.standalone.js')
     // The CDN copy's integrity hash need not match the local copy; the script comes from this origin.
     .replace(/\s+integrity="[^"]*"/g, '')
     .replace(/\s+crossorigin="anonymous"/g, '');
   writeFileSync(page, offline);
-  copyFileSync(localScript, join(outDir, 'redoc.standalone.js'));
+  // The credit's logo comes from Redocly's CDN; an image that does not load hides itself.
+  const creditLogo = /https:\/\/cdn\.redoc\.ly\/redoc\/logo-mini(-full)?\.svg/g;
+  const script = readFileSync(localScript, 'utf8');
+  if (!creditLogo.test(script))
+    throw new Error('build-docs: the Redoc script no longer loads its logo as this script expects');
+  writeFileSync(join(outDir, 'redoc.standalone.js'), script.replace(creditLogo, 'data:,'));
 }
 
 export const defaultDocsDir = join(repoRoot, 'server/dist/docs');

@@ -76,6 +76,49 @@ function unknownOptionMessage(cli: Cli<SvcContext>, argv: string[], message: str
   );
 }
 
+/**
+ * A word too many or too few, said with the command it was for: a mistyped subcommand
+ * (`svc keys lst`) gets the subcommand likely meant, a missing argument gets the usage line.
+ */
+function positionalMessage(
+  cli: Cli<SvcContext>,
+  argv: string[],
+  failure: Error,
+  colored: boolean,
+): string | undefined {
+  const extra = /Extraneous positional argument \("([^"]*)"\)/.exec(failure.message)?.[1];
+  const missing = /Not enough positional arguments/.test(failure.message);
+  if (extra === undefined && !missing) return undefined;
+  const words = argv.filter((word) => !word.startsWith('-'));
+  const definitions = cli.definitions().map((definition) => ({
+    definition,
+    path: definition.path.split(' ').slice(1),
+  }));
+  const command = definitions
+    .filter(({ path }) => path.every((word, i) => words[i] === word))
+    .sort((a, b) => b.path.length - a.path.length)[0];
+  if (!command) return undefined;
+  const name = ['svc', ...command.path].join(' ');
+  if (missing) {
+    // clipanion's own usage line, with the options as our help writes them.
+    const usage = cli.error(failure, { colored }).trim().split('\n').at(-1) ?? '';
+    return `svc: ${name} is missing an argument.\n${usage}\nRun \`${name} --help\` for what it takes.\n`;
+  }
+  const subcommands = definitions
+    .filter(
+      ({ path }) => path.length === command.path.length + 1 && command.path.every((w, i) => path[i] === w),
+    )
+    .map(({ path }) => path.at(-1) ?? '');
+  if (subcommands.length > 0) {
+    const likely = subcommands.find((candidate) => closeEnough(extra ?? '', candidate));
+    return (
+      `svc: ${name} has no command "${extra}"${likely ? `: did you mean ${name} ${likely}?` : '.'} ` +
+      `Run \`${name}\` to see its commands.\n`
+    );
+  }
+  return `svc: ${name} takes no argument "${extra}". Run \`${name} --help\` to see what it takes.\n`;
+}
+
 /** Within two edits (Levenshtein), or one is the start of the other: `--dryrun` is `--dry-run`. */
 function closeEnough(typed: string, candidate: string): boolean {
   if (candidate.startsWith(typed) || typed.startsWith(candidate)) return true;
@@ -130,7 +173,9 @@ export async function runCli(argv: string[], context: SvcContext): Promise<numbe
   } catch (error) {
     const failure = error instanceof Error ? error : new Error(String(error));
     context.stderr.write(
-      unknownOptionMessage(cli, argv, failure.message) ?? cli.error(failure, { colored: colors }),
+      unknownOptionMessage(cli, argv, failure.message) ??
+        positionalMessage(cli, argv, failure, colors) ??
+        cli.error(failure, { colored: colors }),
     );
     return ExitCode.usage;
   }

@@ -26,9 +26,9 @@ export interface LoginOptions {
   passphrase: string | undefined;
 }
 
-/** How a first key gets registered: the web console, or the account API it uses (README: "Your first key"). */
+/** How a first key gets registered while there is no web console: the account API (README: "Your first key"). */
 function registerHint(keyPath: string): string {
-  return `register ${keyPath}.pub in the web console (Account, SSH keys) or through the account API (see the README, "Your first key")`;
+  return `register ${keyPath}.pub through the account API (see the README, "Your first key")`;
 }
 
 export function defaultKeyPath(home: string): string {

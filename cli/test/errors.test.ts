@@ -353,6 +353,28 @@ describe('svc errors a person understands', () => {
     assert.equal(anywhere.stderr.split('\n').filter(Boolean).length, 1, anywhere.stderr);
   });
 
+  test('when a subcommand is mistyped, an argument is missing or one too many then svc says so with the command', async () => {
+    const mistyped = await svc(['keys', 'lst'], env());
+    assert.equal(mistyped.code, 2);
+    assert.equal(
+      mistyped.stderr,
+      'svc: svc keys has no command "lst": did you mean svc keys list? Run `svc keys` to see its commands.\n',
+    );
+    const missing = await svc(['keys', 'remove'], env());
+    assert.equal(missing.code, 2);
+    assert.match(
+      missing.stderr,
+      /^svc: svc keys remove is missing an argument\.\n\$ svc keys remove .*<id>\n/,
+    );
+    const extra = await svc(['whoami', 'please'], env());
+    assert.equal(extra.code, 2);
+    assert.equal(
+      extra.stderr,
+      'svc: svc whoami takes no argument "please". Run `svc whoami --help` to see what it takes.\n',
+    );
+    for (const run of [mistyped, missing, extra]) assert.doesNotMatch(run.stderr, /Unknown Syntax Error/);
+  });
+
   test("when a command's help is shown then options show what value they take, never #0", async () => {
     const help = await svc(['login', '--help'], env());
     assert.match(help.stdout, /--api-url <url> +The svc service/);

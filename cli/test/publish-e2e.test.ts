@@ -165,7 +165,7 @@ describe('publishing with svc, end to end', () => {
     try {
       const run = await svc(['publish', app], env);
       assert.equal(run.code, 1);
-      assert.match(run.stderr, /this service takes packages of at most 100000 bytes/);
+      assert.match(run.stderr, /a package may be at most 100000 bytes/);
       assert.equal((await status()).latest_version.version, '1.1.0');
     } finally {
       rmSync(big);
@@ -180,7 +180,7 @@ describe('publishing with svc, end to end', () => {
       assert.equal(run.code, 1, run.stdout);
       assert.match(
         run.stderr,
-        /this package would be refused: the package is \d+ bytes, and this service takes packages of at most 100000 bytes/,
+        /this package would be refused: the package is \d+ bytes, and a package may be at most 100000 bytes/,
       );
       assert.doesNotMatch(run.stderr, /default package limits/, 'signed in: the service said its limits');
     } finally {

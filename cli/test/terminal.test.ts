@@ -94,31 +94,30 @@ describe('removing the last key on a terminal', () => {
 describe('svc colours', () => {
   const ansi = `${String.fromCharCode(27)}[`;
 
-  async function usageError(env: NodeJS.ProcessEnv) {
+  async function help(env: NodeJS.ProcessEnv) {
     const stdout = new PassThrough();
-    const stderr = new PassThrough();
     let text = '';
-    stderr.on('data', (chunk: Buffer) => {
+    stdout.on('data', (chunk: Buffer) => {
       text += chunk.toString();
     });
-    const code = await runCli(['keys', 'remove'], {
+    const code = await runCli(['keys', 'remove', '--help'], {
       env,
       stdin: new PassThrough(),
       stdout,
-      stderr,
+      stderr: new PassThrough(),
       colorDepth: 256,
       home: tmpdir(),
     });
     return { code, text };
   }
 
-  test('when the terminal has colours then errors are coloured, and with NO_COLOR they are not', async () => {
-    const coloured = await usageError({});
-    assert.equal(coloured.code, 2);
+  test('when the terminal has colours then help is coloured, and with NO_COLOR it is not', async () => {
+    const coloured = await help({});
+    assert.equal(coloured.code, 0);
     assert.ok(coloured.text.includes(ansi), 'ANSI colour codes');
-    const plain = await usageError({ NO_COLOR: '1' });
-    assert.equal(plain.code, 2);
+    const plain = await help({ NO_COLOR: '1' });
+    assert.equal(plain.code, 0);
     assert.ok(!plain.text.includes(ansi), 'no ANSI colour codes');
-    assert.match(plain.text, /Not enough positional arguments/);
+    assert.match(plain.text, /svc keys remove/);
   });
 });

@@ -1,4 +1,5 @@
 /** `npm start`: the service in one process, embedded storage unless DATABASE_URL says otherwise. */
+import { existsSync, mkdirSync, statSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import type { AdminCode } from './accounts/admin-codes.ts';
@@ -40,8 +41,26 @@ function portTaken(config: Config, error: unknown): string | undefined {
   if (code === 'EACCES') {
     return `PORT ${config.port} on ${config.host} needs privileges this user lacks: set PORT to 1024 or above.`;
   }
-  if (code === 'EADDRNOTAVAIL')
+  if (code === 'EADDRNOTAVAIL' || code === 'ENOTFOUND' || code === 'EAI_AGAIN')
     return `HOST ${config.host} is not an address of this machine: set HOST, such as HOST=127.0.0.1.`;
+  return undefined;
+}
+
+/** Why DATA_DIR cannot be the data folder (a file is there, or this user may not make it), if it cannot. */
+function dataDirProblem(dataDir: string, make: boolean): string | undefined {
+  const isFile = `DATA_DIR ${dataDir} is a file, not a folder: set DATA_DIR to a folder (it is made when missing).`;
+  if (existsSync(dataDir) && !statSync(dataDir).isDirectory()) return isFile;
+  if (!make) return undefined;
+  try {
+    mkdirSync(dataDir, { recursive: true });
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    // A file where one of its parent folders should be.
+    if (code === 'ENOTDIR' || code === 'EEXIST') return isFile.replace('is a file', 'lies under a file');
+    if (code === 'EACCES' || code === 'EPERM' || code === 'EROFS')
+      return `DATA_DIR ${dataDir} cannot be made by this user: set DATA_DIR to a folder you may write.`;
+    throw error;
+  }
   return undefined;
 }
 
@@ -52,6 +71,8 @@ function portTaken(config: Config, error: unknown): string | undefined {
 async function check(): Promise<void> {
   const config = loadConfigOrRefuse();
   if (!config.databaseUrl) {
+    const problem = dataDirProblem(config.dataDir, false);
+    if (problem) refuse(problem);
     const holder = dataDirHolder(config.dataDir);
     if (holder !== undefined)
       refuse(new DataDirInUse(config.dataDir, holder, lockFileOf(config.dataDir)).message);
@@ -69,6 +90,8 @@ async function main(): Promise<void> {
   const config = loadConfigOrRefuse();
   let lock: DataDirLock | undefined;
   if (!config.databaseUrl) {
+    const problem = dataDirProblem(config.dataDir, true);
+    if (problem) refuse(problem);
     try {
       lock = lockDataDir(config.dataDir);
     } catch (error) {

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, request } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -155,6 +155,39 @@ describe('npm start', () => {
     } finally {
       blocker.close();
       rmSync(portDataDir, { recursive: true, force: true });
+    }
+  });
+
+  test('when DATA_DIR is a file, HOST is no address here, or Postgres cannot be reached then one line or one log line says which, and no stack', async () => {
+    const scratch = mkdtempSync(join(tmpdir(), 'svc-bad-settings-'));
+    try {
+      const file = join(scratch, 'a-file');
+      writeFileSync(file, 'not a folder');
+      for (const args of [[], ['--check']]) {
+        const run = await runToExit({ PORT: '0', DATA_DIR: file }, args);
+        assert.equal(run.code, 2, run.stderr);
+        assert.equal(
+          run.stderr,
+          `svc: DATA_DIR ${file} is a file, not a folder: set DATA_DIR to a folder (it is made when missing).\n`,
+        );
+      }
+      const host = await runToExit({ PORT: '0', HOST: 'not a host', DATA_DIR: join(scratch, 'data') });
+      assert.equal(host.code, 2, host.stderr);
+      assert.match(host.stderr, /^svc: HOST not a host is not an address of this machine: set HOST/);
+
+      const unreachable = await runToExit({
+        PORT: '0',
+        DATABASE_URL: 'postgres://postgres@127.0.0.1:1/none',
+      });
+      assert.equal(unreachable.code, 1, unreachable.stderr);
+      const [line, ...more] = unreachable.stderr.trim().split('\n');
+      assert.deepEqual(more, [], unreachable.stderr);
+      const logged = JSON.parse(line ?? '{}');
+      assert.equal(logged.level, 'error');
+      assert.equal(logged.message, 'cannot start: the database is unreachable');
+      assert.match(logged.hint, /DATABASE_URL/);
+    } finally {
+      rmSync(scratch, { recursive: true, force: true });
     }
   });
 

@@ -50,7 +50,7 @@ export function checkLimits(
   const problems: string[] = [];
   if (packed.size > limits.max_package_bytes) {
     problems.push(
-      `the package is ${packed.size} bytes, and this service takes packages of at most ${limits.max_package_bytes} bytes`,
+      `the package is ${packed.size} bytes, and a package may be at most ${limits.max_package_bytes} bytes`,
     );
   }
   if (packed.files.length > limits.max_entries) {

@@ -2,6 +2,7 @@
  * The contract for people and programs: GET /openapi.json (the bundled contract) and GET /docs,
  * the reference page built by `npm run build` (Redoc, served from here: no CDN).
  */
+import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import express, { type Router } from 'express';
@@ -9,6 +10,32 @@ import { ProblemError } from './problem.ts';
 
 export const docsPage = 'index.html';
 export const docsScript = 'redoc.standalone.js';
+
+/**
+ * The page may reach this service only: Redoc links a logo, icons and its usage reports from
+ * Redocly's servers, which an offline or private deployment must not call. Its own inline
+ * scripts (the contract, the colour mode) are allowed by their hashes; its styles are injected
+ * at run time, hence inline styles.
+ */
+function contentSecurityPolicy(html: string): string {
+  const hashes = [...html.matchAll(/<script(?![^>]*\ssrc=)[^>]*>([\s\S]*?)<\/script>/g)].map(
+    ([, body]) =>
+      `'sha256-${createHash('sha256')
+        .update(body ?? '')
+        .digest('base64')}'`,
+  );
+  return [
+    "default-src 'self'",
+    `script-src 'self' ${hashes.join(' ')}`,
+    "style-src 'self' 'unsafe-inline'",
+    "img-src 'self' data:",
+    "font-src 'self' data:",
+    "connect-src 'self'",
+    "object-src 'none'",
+    "base-uri 'none'",
+    "frame-ancestors 'none'",
+  ].join('; ');
+}
 
 /**
  * `baseUrl`: where this service runs. The contract names the default local address as its
@@ -26,7 +53,7 @@ export function docsRouter(
     url === contractServer
       ? contract
       : { ...contract, servers: [{ url, description: 'This service.' }, ...(contract.servers ?? [])] };
-  let page: { html: string; url: string } | undefined;
+  let page: { html: string; url: string; policy: string } | undefined;
   router.get('/openapi.json', (_req, res) => {
     res.json(withServer(baseUrl()));
   });
@@ -40,10 +67,11 @@ export function docsRouter(
     }
     const url = baseUrl();
     if (page?.url !== url) {
-      const html = readFileSync(join(docsDir, docsPage), 'utf8');
-      page = { url, html: contractServer ? html.replaceAll(contractServer, url) : html };
+      const read = readFileSync(join(docsDir, docsPage), 'utf8');
+      const html = contractServer ? read.replaceAll(contractServer, url) : read;
+      page = { url, html, policy: contentSecurityPolicy(html) };
     }
-    res.type('html').send(page.html);
+    res.set('Content-Security-Policy', page.policy).type('html').send(page.html);
   });
   router.get(`/docs/${docsScript}`, (_req, res, next) => {
     if (!docsDir) return next();

@@ -3,7 +3,7 @@ import { BaseCommand } from '../../base-command.ts';
 import { CliError, ExitCode } from '../../errors.ts';
 
 const howToGetBackIn =
-  'To sign in again, register a new public key through the account API (the README\'s "Your first key"; later the web console\'s Account, SSH keys), then run `svc login`.';
+  'To sign in again, register a new public key through the account API (the README\'s "Your first key"), then run `svc login`.';
 
 export class KeysRemoveCommand extends BaseCommand {
   static override paths = [['keys', 'remove']];
