@@ -2,6 +2,7 @@
  * `npm test`: every `test/**\/*.test.ts` of the workspaces and scripts/. `npm test -- device-id`
  * runs the files whose path contains `device-id`.
  */
+import { availableParallelism } from 'node:os';
 import { defineConfig } from 'vitest/config';
 
 export default defineConfig({
@@ -11,6 +12,9 @@ export default defineConfig({
     // Each file in a process of its own: tests start services, agents and keyrings, and some
     // set process-wide state (the environment, signal handlers).
     pool: 'forks',
+    // The suites spend their time waiting on the processes and stores they start, not on this
+    // machine's cores: more files at once than cores (vitest's default is one less than cores).
+    maxWorkers: Math.max(3, availableParallelism()),
     // Suites start real processes, ssh-keygen, brokers and Postgres databases: their time goes to
     // waiting, not to this machine's cores, so a budget per test guards only against a hang.
     testTimeout: 120_000,

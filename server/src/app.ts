@@ -28,6 +28,7 @@ import { answerParserErrors, originFormTarget } from './http/transport.ts';
 import { contractValidators } from './http/validation.ts';
 import { ensureSigningKey } from './identity/signing-keys.ts';
 import { createLogger, type Logger } from './logger.ts';
+import { createMetrics, listenForMetrics } from './metrics.ts';
 import { createServices } from './services.ts';
 import {
   type Db,
@@ -51,8 +52,25 @@ export interface AppDependencies {
 
 export interface RunningApp {
   url: string;
+  /** Where Prometheus reads the metrics. */
+  metricsUrl: string;
   /** One-time codes for the listed admin emails not yet claimed: for the operator's eyes only. */
   adminCodes: AdminCode[];
+}
+
+/**
+ * A listener that could not start, with the prefix of the settings that place it: `''` for the
+ * API (HOST, PORT), `METRICS` for the metrics (METRICS_HOST, METRICS_PORT).
+ */
+export class ListenError extends Error {
+  override readonly name = 'ListenError';
+  readonly code: string | undefined;
+  readonly settings: '' | 'METRICS';
+  constructor(settings: '' | 'METRICS', cause: unknown) {
+    super(cause instanceof Error ? cause.message : String(cause), { cause });
+    this.settings = settings;
+    this.code = (cause as NodeJS.ErrnoException | undefined)?.code;
+  }
 }
 
 export interface StoppedApp {
@@ -79,6 +97,7 @@ export function createApp(config: Config, deps: AppDependencies = {}) {
   const services = createServices({ db, config, clock, audience });
   const contract = JSON.parse(readFileSync(contractPath, 'utf8'));
 
+  const metrics = createMetrics();
   const app = express();
   app.disable('x-powered-by');
   app.set('query parser', 'simple');
@@ -94,7 +113,7 @@ export function createApp(config: Config, deps: AppDependencies = {}) {
     timeoutMs: config.requestTimeoutSeconds * 1000,
     minBytesPerSecond: config.minBodyBytesPerSecond,
   });
-  app.use(requestLog(logger), inFlight.track, pacing.middleware);
+  app.use(requestLog(logger), metrics.observeRequests, inFlight.track, pacing.middleware);
   app.use(originFormTarget);
   app.use(requireCurrentCli);
   // The presigned upload PUT may take as long as its URL lives, and its URL is its credential.
@@ -117,6 +136,7 @@ export function createApp(config: Config, deps: AppDependencies = {}) {
   app.use(problemMiddleware({ logger, jsonLimitBytes: config.jsonLimitBytes }));
 
   let server: Server | undefined;
+  let metricsServer: Server | undefined;
   let sweeper: NodeJS.Timeout | undefined;
   let sweeping: Promise<void> = Promise.resolve();
   const sweepUploads = () => {
@@ -153,12 +173,22 @@ export function createApp(config: Config, deps: AppDependencies = {}) {
       server.requestTimeout = (config.uploadUrlTtlSeconds + config.requestTimeoutSeconds) * 1000;
       server.headersTimeout = Math.min(60_000, config.requestTimeoutSeconds * 1000);
       await new Promise<void>((resolve, reject) => {
-        server?.once('listening', resolve).once('error', reject);
+        server?.once('listening', resolve).once('error', (error) => reject(new ListenError('', error)));
       });
       const { port } = server.address() as AddressInfo;
       const host = config.host.includes(':') ? `[${config.host}]` : config.host;
       listeningUrl = `http://${host}:${port}`;
-      return { url: listeningUrl, adminCodes };
+      let metricsUrl: string;
+      try {
+        ({ url: metricsUrl, server: metricsServer } = await listenForMetrics(
+          metrics,
+          config.metricsHost,
+          config.metricsPort,
+        ));
+      } catch (error) {
+        throw new ListenError('METRICS', error);
+      }
+      return { url: listeningUrl, metricsUrl, adminCodes };
     },
     /**
      * Stops taking connections and lets requests in flight finish for up to the shutdown grace;
@@ -167,6 +197,8 @@ export function createApp(config: Config, deps: AppDependencies = {}) {
      */
     async stop(): Promise<StoppedApp> {
       clearInterval(sweeper);
+      metricsServer?.close();
+      metricsServer = undefined;
       let cut = 0;
       if (server) {
         const stopping = server;

@@ -10,6 +10,9 @@ export type SignupMode = 'open' | 'closed';
 export interface Config {
   host: string;
   port: number;
+  /** Where Prometheus metrics are served (`GET /metrics`): never the public port. */
+  metricsHost: string;
+  metricsPort: number;
   /**
    * Base URL clients reach this service at; the audience of every sign-in challenge. Unset means
    * `http://HOST:PORT` of the listening socket (so a test on port 0 gets its real port).
@@ -161,6 +164,8 @@ export function loadConfig(env: Env = process.env): Config {
   return {
     host,
     port: listenPort,
+    metricsHost: text(env, 'METRICS_HOST', '127.0.0.1'),
+    metricsPort: port(env, 'METRICS_PORT', 9464),
     publicUrl: env.SVC_PUBLIC_URL?.trim() ? url('SVC_PUBLIC_URL', env.SVC_PUBLIC_URL.trim()) : undefined,
     dataDir: resolve(text(env, 'DATA_DIR', './.svc-data')),
     databaseUrl,

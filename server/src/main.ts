@@ -3,7 +3,7 @@ import { existsSync, mkdirSync, statSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import type { AdminCode } from './accounts/admin-codes.ts';
-import { createApp } from './app.ts';
+import { createApp, ListenError } from './app.ts';
 import { type Config, ConfigError, loadConfig } from './config.ts';
 import { createLogger } from './logger.ts';
 import {
@@ -33,17 +33,42 @@ function loadConfigOrRefuse(): Config {
   }
 }
 
-function portTaken(config: Config, error: unknown): string | undefined {
+/** A listener's place: the API's (HOST, PORT) or the metrics' (METRICS_HOST, METRICS_PORT). */
+interface Place {
+  prefix: '' | 'METRICS';
+  host: string;
+  port: number;
+}
+
+function placeOf(config: Config, prefix: '' | 'METRICS'): Place {
+  return prefix === 'METRICS'
+    ? { prefix, host: config.metricsHost, port: config.metricsPort }
+    : { prefix, host: config.host, port: config.port };
+}
+
+/** One line saying which setting to change, for a listener that could not start; else undefined. */
+function portTaken({ prefix, host, port }: Place, error: unknown): string | undefined {
+  const [PORT, HOST] = prefix ? [`${prefix}_PORT`, `${prefix}_HOST`] : ['PORT', 'HOST'];
   const code = (error as NodeJS.ErrnoException | undefined)?.code;
   if (code === 'EADDRINUSE') {
-    return `PORT ${config.port} is taken on ${config.host} (another program, perhaps another svc, listens there): set PORT to a free port, such as PORT=${config.port + 1} npm start, or PORT=0 for any.`;
+    return `${PORT} ${port} is taken on ${host} (another program, perhaps another svc, listens there): set ${PORT} to a free port, such as ${PORT}=${port + 1} npm start, or ${PORT}=0 for any.`;
   }
   if (code === 'EACCES') {
-    return `PORT ${config.port} on ${config.host} needs privileges this user lacks: set PORT to 1024 or above.`;
+    return `${PORT} ${port} on ${host} needs privileges this user lacks: set ${PORT} to 1024 or above.`;
   }
   if (code === 'EADDRNOTAVAIL' || code === 'ENOTFOUND' || code === 'EAI_AGAIN')
-    return `HOST ${config.host} is not an address of this machine: set HOST, such as HOST=127.0.0.1.`;
+    return `${HOST} ${host} is not an address of this machine: set ${HOST}, such as ${HOST}=127.0.0.1.`;
   return undefined;
+}
+
+/** Whether a listener could start at `place`, checked by listening there a moment. */
+async function probe(place: Place): Promise<void> {
+  if (place.port === 0) return;
+  const server = createServer();
+  await new Promise<void>((resolve) => {
+    server.once('error', (error) => refuse(portTaken(place, error) ?? String(error)));
+    server.listen(place.port, place.host, () => server.close(() => resolve()));
+  });
 }
 
 /** Why DATA_DIR cannot be the data folder (a file is there, or this user may not make it), if it cannot. */
@@ -66,7 +91,7 @@ function dataDirProblem(dataDir: string, make: boolean): string | undefined {
 
 /**
  * `main.ts --check`: what can be known before `npm start` spends time building: the settings,
- * the data folder's lock, and the port. The service checks all three again when it starts.
+ * the data folder's lock, and the ports. The service checks them all again when it starts.
  */
 async function check(): Promise<void> {
   const config = loadConfigOrRefuse();
@@ -77,13 +102,8 @@ async function check(): Promise<void> {
     if (holder !== undefined)
       refuse(new DataDirInUse(config.dataDir, holder, lockFileOf(config.dataDir)).message);
   }
-  if (config.port !== 0) {
-    const probe = createServer();
-    await new Promise<void>((resolve) => {
-      probe.once('error', (error) => refuse(portTaken(config, error) ?? String(error)));
-      probe.listen(config.port, config.host, () => probe.close(() => resolve()));
-    });
-  }
+  await probe(placeOf(config, ''));
+  await probe(placeOf(config, 'METRICS'));
 }
 
 async function main(): Promise<void> {
@@ -107,7 +127,8 @@ async function main(): Promise<void> {
   } catch (error) {
     await service.stop().catch(() => undefined);
     lock?.release();
-    const message = portTaken(config, error);
+    const message =
+      error instanceof ListenError ? portTaken(placeOf(config, error.settings), error) : undefined;
     if (message) refuse(message);
     // Start-up failures go through the operator's log like any other, never as a raw stack.
     const unreachable = config.databaseUrl ? storeUnavailableReason(error) : undefined;
@@ -122,7 +143,7 @@ async function main(): Promise<void> {
     }
     process.exit(1);
   }
-  const { url, adminCodes } = started;
+  const { url, metricsUrl, adminCodes } = started;
   const publicUrl = config.publicUrl ?? url;
   const store = describeStore({
     databaseUrl: config.databaseUrl,
@@ -135,6 +156,7 @@ async function main(): Promise<void> {
       `  docs      ${publicUrl}/docs`,
       `  contract  ${publicUrl}/openapi.json`,
       `  data      ${config.databaseUrl ? store : config.dataDir} (${store.split(' ')[0]})`,
+      `  metrics   ${metricsUrl} (for Prometheus; not on the public port)`,
       ...adminCodeLines(publicUrl, adminCodes),
       `Stop with Ctrl-C.`,
       '',

@@ -16,12 +16,16 @@ describe('npm start', () => {
   const dataDir = mkdtempSync(join(tmpdir(), 'svc-data-'));
   afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
 
-  test('when started then it prints where the API, docs and data are', async () => {
+  test('when started then it prints where the API, docs, data and metrics are', async () => {
     const { child, url, banner } = await startProcess(dataDir);
     try {
       assert.match(banner, new RegExp(`docs\\s+${url}/docs`));
       assert.match(banner, new RegExp(`data\\s+${dataDir} \\(pglite\\)`));
       assert.equal((await call(url, 'GET', '/readyz')).status, 200);
+      const metricsUrl = /metrics\s+(http:\/\/127\.0\.0\.1:\d+\/metrics)/.exec(banner)?.[1];
+      assert.ok(metricsUrl, banner);
+      assert.notEqual(new URL(metricsUrl).port, new URL(url).port, 'metrics on a port of their own');
+      assert.match(String((await call(metricsUrl, 'GET', '')).body), /svc_http_requests_total/);
     } finally {
       child.kill('SIGINT');
       await exitOf(child);
@@ -93,7 +97,7 @@ describe('npm start', () => {
   async function runToExit(env: Record<string, string>, args: string[] = []) {
     const { DATABASE_URL: _embedded, ...inherited } = process.env;
     const child = spawn(process.execPath, ['--import', 'tsx', mainModule, ...args], {
-      env: { ...inherited, ...env },
+      env: { ...inherited, METRICS_PORT: '0', ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let stderr = '';
@@ -136,7 +140,7 @@ describe('npm start', () => {
     }
   });
 
-  test('when the port is taken then one line names PORT, with exit 2 and no stack', async () => {
+  test('when the port or the metrics port is taken then one line names PORT or METRICS_PORT, with exit 2 and no stack', async () => {
     const blocker = createServer();
     await new Promise<void>((resolve) => blocker.listen(0, '127.0.0.1', resolve));
     const { port } = blocker.address() as AddressInfo;
@@ -152,6 +156,16 @@ describe('npm start', () => {
         );
       }
       assert.ok(!existsSync(join(portDataDir, 'svc.lock')), 'the refused start released the data folder');
+      for (const args of [[], ['--check']]) {
+        const run = await runToExit({ PORT: '0', METRICS_PORT: String(port), DATA_DIR: portDataDir }, args);
+        assert.equal(run.code, 2, run.stderr);
+        assert.match(
+          run.stderr,
+          new RegExp(
+            `^svc: METRICS_PORT ${port} is taken on 127\\.0\\.0\\.1 .*set METRICS_PORT to a free port.*\n$`,
+          ),
+        );
+      }
     } finally {
       blocker.close();
       rmSync(portDataDir, { recursive: true, force: true });

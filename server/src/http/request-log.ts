@@ -18,7 +18,8 @@ export function setRouteTemplate(res: Response, template: string): void {
   res.locals.route = template;
 }
 
-function routeTemplate(req: IncomingMessage, res: ServerResponse): string {
+/** The route a request was answered by, as the contract writes it; `unmatched` when none. */
+export function routeTemplate(req: IncomingMessage, res: ServerResponse): string {
   const locals = (res as Response).locals;
   if (typeof locals?.route === 'string') return locals.route;
   // Routes outside the contract (health, docs): Express's own pattern, written as the contract would.

@@ -30,6 +30,8 @@ export class TestClock {
 
 export interface TestService {
   url: string;
+  /** Where this service serves its Prometheus metrics (a port of its own). */
+  metricsUrl: string;
   config: Config;
   store: TestStore;
   clock: TestClock;
@@ -52,7 +54,10 @@ export async function startTestService(
 ): Promise<TestService> {
   // Package files go to a data folder of the test's own; the store is given below.
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'svc-test-data-'));
-  const config: Config = { ...loadConfig({ PORT: '0', DATA_DIR: dataDir, ...env }), validateResponses: true };
+  const config: Config = {
+    ...loadConfig({ PORT: '0', METRICS_PORT: '0', DATA_DIR: dataDir, ...env }),
+    validateResponses: true,
+  };
   const store =
     options.store ??
     (await openTestStore({
@@ -65,9 +70,10 @@ export async function startTestService(
   // The service's own logger, writing its lines here instead of to stderr.
   const logger = createLogger({ destination: { write: (line) => logs.push(line.trimEnd()) } });
   const app = createApp(config, { db: store.db, clock: clock.clock, logger, docsDir: options.docsDir });
-  const { url, adminCodes } = await app.start();
+  const { url, metricsUrl, adminCodes } = await app.start();
   return {
     url,
+    metricsUrl,
     config,
     store,
     clock,
