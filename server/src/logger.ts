@@ -56,7 +56,7 @@ export function createLogger(options: LoggerOptions = {}): Logger {
         colorize: options.destination === undefined,
         messageKey: 'message',
       })
-    : (options.destination ?? pino.destination({ dest: 2, sync: true }));
+    : (options.destination ?? pino.destination({ dest: 2, sync: false }));
   const logger = pino(
     {
       level: options.level ?? 'info',
