@@ -122,6 +122,15 @@ export interface MiniAppService {
   reviewQueue(principal: Principal): Promise<VersionRow[]>;
 }
 
+/** An upload never submitted is deleted some time after its URL expired (the upload sweep). */
+function uploadSwept(): ProblemError {
+  return new ProblemError(
+    404,
+    'upload_not_found',
+    'This upload was deleted, unsubmitted, after its URL expired: publish again.',
+  );
+}
+
 export function createMiniAppService(deps: {
   db: Db;
   clock: Clock;
@@ -132,7 +141,16 @@ export function createMiniAppService(deps: {
 
   /** Checks and records the submission; throws the refusal, a ProblemError. */
   async function submitStored(principal: Principal, upload: UploadRow): Promise<VersionRow> {
-    const { manifest } = await checkPackage(blobs.packagePath(upload.id), upload.size);
+    let checked: Awaited<ReturnType<typeof checkPackage>>;
+    try {
+      checked = await checkPackage(blobs.packagePath(upload.id), upload.size);
+    } catch (error) {
+      // The sweep deleted it between the look-up and the check.
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT' && !(await findUpload(db, upload.id)))
+        throw uploadSwept();
+      throw error;
+    }
+    const { manifest } = checked;
     if (upload.app_id !== null && (manifest.id !== upload.app_id || manifest.version !== upload.version)) {
       throw new ProblemError(
         422,
@@ -143,7 +161,9 @@ export function createMiniAppService(deps: {
     return db.transaction(async (trx) => {
       const now = clock();
       if (!(await markSubmitted(trx, upload.id, now))) {
-        throw new ProblemError(409, 'upload_submitted', 'This upload was submitted already.');
+        if (await findUpload(trx, upload.id))
+          throw new ProblemError(409, 'upload_submitted', 'This upload was submitted already.');
+        throw uploadSwept();
       }
       // The first submission of an app id claims it for its developer.
       await insertApp(trx, {

@@ -1,4 +1,5 @@
 /** SQL for presigned uploads. */
+import type { Knex } from 'knex';
 import type { Db } from '../store/db.ts';
 
 export interface UploadRow {
@@ -96,11 +97,12 @@ export async function markStored(db: Db, id: string, claim: string, at: Date): P
   return updated.length > 0;
 }
 
-/** Marks the upload submitted; false when it was submitted already (two submits race). */
+/** Marks the upload refused at submit (its package is deleted). */
 export async function markRefused(db: Db, id: string, at: Date): Promise<void> {
   await db('uploads').where({ id }).whereNull('submitted_at').update({ refused_at: at });
 }
 
+/** Marks the upload submitted; false when it was submitted already (two submits race) or is gone. */
 export async function markSubmitted(db: Db, id: string, at: Date): Promise<boolean> {
   const updated = await db('uploads')
     .where({ id })
@@ -108,4 +110,29 @@ export async function markSubmitted(db: Db, id: string, at: Date): Promise<boole
     .update({ submitted_at: at })
     .returning('id');
   return updated.length > 0;
+}
+
+/**
+ * Deletes uploads abandoned before `cutoff` (never submitted, their URL expired before it, no PUT
+ * holding them at `now`) and returns their ids, at most `limit` at a time. One statement: replicas
+ * sweeping at once delete each row once, and a row a submit is marking is waited for, then
+ * checked again (submitted by then, it stays).
+ */
+export async function deleteAbandonedUploads(
+  db: Db,
+  cutoff: Date,
+  now: Date,
+  limit = 100,
+): Promise<string[]> {
+  const abandoned = (q: Knex.QueryBuilder) =>
+    q
+      .whereNull('submitted_at')
+      .where('expires_at', '<', cutoff)
+      .where((held) => held.whereNull('receiving_claim').orWhere('lease_expires_at', '<', now));
+  const rows: { id: string }[] = await abandoned(
+    db('uploads').whereIn('id', abandoned(db('uploads').select('id')).limit(limit)),
+  )
+    .delete()
+    .returning('id');
+  return rows.map((row) => row.id);
 }

@@ -19,6 +19,7 @@ import type { BlobStore } from './blob-store.ts';
 import {
   claimUpload,
   currentClaims,
+  deleteAbandonedUploads,
   findUpload,
   insertUpload,
   markStored,
@@ -221,7 +222,15 @@ export function createUploadService(deps: {
     },
 
     async sweep() {
-      await releaseLapsedClaims(db, clock());
+      const now = clock();
+      await releaseLapsedClaims(db, now);
+      // Uploads never submitted are deleted one URL lifetime after their URL expired, which leaves
+      // a late submit its time; their partial files go below, with every other file no claim holds.
+      const cutoff = new Date(now.getTime() - config.uploadUrlTtlSeconds * 1000);
+      for (let gone = await deleteAbandonedUploads(db, cutoff, now); gone.length > 0; ) {
+        await Promise.all(gone.map((id) => blobs.removePackage(id)));
+        gone = await deleteAbandonedUploads(db, cutoff, now);
+      }
       const files = await blobs.partials();
       const ids = [...new Set(files.flatMap((file) => (file.uploadId ? [file.uploadId] : [])))];
       const claims = await currentClaims(db, ids);
