@@ -29,10 +29,11 @@ export interface LoggerOptions {
 }
 
 /**
- * A device id as it may appear in a line: plain, or URL-encoded in a path or query. The native
- * id is taken in its widest form (every brand's characters), so nothing slips past by brand.
+ * A device id as it may appear in a line: plain, or URL-encoded in a path or query, wherever it
+ * starts. The native id is taken in its widest form (every brand's characters, any length), so
+ * nothing slips past by brand or by being too long to be valid.
  */
-const deviceIdInText = new RegExp(`\\b(${brands.join('|')})(:|%3[Aa])([A-Za-z0-9._-]{1,64})`, 'g');
+const deviceIdInText = new RegExp(`(${brands.join('|')})(:|%3[Aa])([A-Za-z0-9._-]+)`, 'g');
 
 /** The line with every device id in it redacted. */
 export function redactDeviceIds(text: string): string {
