@@ -141,7 +141,10 @@ describe('device ids in log lines', () => {
     assert.ok(!written[0]?.includes('truck-17'));
     assert.equal(redactDeviceIds('see brand_b:abcdef'), 'see **********cdef');
     assert.equal(redactDeviceIds('no id here: brand_x:123'), 'no id here: brand_x:123');
-    assert.ok(!redactDeviceIds(`x_brand_b:${'v'.repeat(100)}secret`).includes('vsecret'), 'a long one, glued on');
+    assert.ok(
+      !redactDeviceIds(`x_brand_b:${'v'.repeat(100)}secret`).includes('vsecret'),
+      'a long one, glued on',
+    );
   });
 
   test('when the log is for a person at a terminal then lines are pretty, and ids are still redacted', () => {
