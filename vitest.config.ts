@@ -12,9 +12,10 @@ export default defineConfig({
     // Each file in a process of its own: tests start services, agents and keyrings, and some
     // set process-wide state (the environment, signal handlers).
     pool: 'forks',
-    // The suites spend their time waiting on the processes and stores they start, not on this
-    // machine's cores: more files at once than cores (vitest's default is one less than cores).
-    maxWorkers: Math.max(3, availableParallelism()),
+    // As many files at once as cores (vitest's default is one less): the suites spend much of
+    // their time waiting on the processes and stores they start. More than that starves the
+    // tests that time a slow or cut request.
+    maxWorkers: Math.max(2, availableParallelism()),
     // Suites start real processes, ssh-keygen, brokers and Postgres databases: their time goes to
     // waiting, not to this machine's cores, so a budget per test guards only against a hang.
     testTimeout: 120_000,

@@ -157,6 +157,12 @@ function oneOf<T extends string>(env: Env, name: string, choices: readonly T[], 
 export function loadConfig(env: Env = process.env): Config {
   const host = text(env, 'HOST', '127.0.0.1');
   const listenPort = port(env, 'PORT', 8080);
+  const metricsPort = port(env, 'METRICS_PORT', 9464);
+  if (metricsPort !== 0 && metricsPort === listenPort) {
+    throw new ConfigError(
+      `METRICS_PORT must differ from PORT (both are ${listenPort}): metrics are never served on the public port`,
+    );
+  }
   const databaseUrl = env.DATABASE_URL?.trim() || undefined;
   if (databaseUrl && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
     throw new ConfigError('DATABASE_URL must be a postgres:// or postgresql:// connection string');
@@ -165,7 +171,7 @@ export function loadConfig(env: Env = process.env): Config {
     host,
     port: listenPort,
     metricsHost: text(env, 'METRICS_HOST', '127.0.0.1'),
-    metricsPort: port(env, 'METRICS_PORT', 9464),
+    metricsPort,
     publicUrl: env.SVC_PUBLIC_URL?.trim() ? url('SVC_PUBLIC_URL', env.SVC_PUBLIC_URL.trim()) : undefined,
     dataDir: resolve(text(env, 'DATA_DIR', './.svc-data')),
     databaseUrl,

@@ -25,9 +25,10 @@ const uploadRoute = routes.uploadPackage.openapiPath;
 
 function signInOutcome(status: number): string {
   if (status === 201) return 'signed_in';
+  if (status === 401 || status === 403) return 'refused';
   if (status === 429) return 'limited';
   if (status >= 500) return 'failed';
-  return 'refused';
+  return 'invalid_request';
 }
 
 function uploadOutcome(status: number): string {
@@ -57,7 +58,7 @@ export function createMetrics(): Metrics {
   });
   const signIns = new Counter({
     name: 'svc_sign_ins_total',
-    help: 'Sign-ins, by method (ssh_key, password) and outcome (signed_in, refused, limited, failed).',
+    help: 'Sign-ins, by method (ssh_key, password) and outcome (signed_in; refused: a wrong password, key or signature; limited: 429; invalid_request: a malformed request; failed: 5xx).',
     labelNames: ['method', 'outcome'] as const,
     registers: [registry],
   });

@@ -61,6 +61,8 @@ describe('config', () => {
   const bad: [Record<string, string>, RegExp][] = [
     [{ PORT: 'eighty' }, /^PORT /],
     [{ PORT: '70000' }, /^PORT /],
+    [{ METRICS_PORT: 'x' }, /^METRICS_PORT /],
+    [{ PORT: '9000', METRICS_PORT: '9000' }, /^METRICS_PORT must differ from PORT/],
     [{ SVC_SIGNUP: 'maybe' }, /^SVC_SIGNUP must be one of open, closed/],
     [{ SVC_TOKEN_TTL: '-1' }, /^SVC_TOKEN_TTL /],
     [{ SVC_TOKEN_TTL: '1 week' }, /^SVC_TOKEN_TTL /],

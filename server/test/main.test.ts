@@ -157,12 +157,16 @@ describe('npm start', () => {
       }
       assert.ok(!existsSync(join(portDataDir, 'svc.lock')), 'the refused start released the data folder');
       for (const args of [[], ['--check']]) {
-        const run = await runToExit({ PORT: '0', METRICS_PORT: String(port), DATA_DIR: portDataDir }, args);
+        // Its own PORT is the next port: the advice skips it.
+        const run = await runToExit(
+          { PORT: String(port + 1), METRICS_PORT: String(port), DATA_DIR: portDataDir },
+          args,
+        );
         assert.equal(run.code, 2, run.stderr);
         assert.match(
           run.stderr,
           new RegExp(
-            `^svc: METRICS_PORT ${port} is taken on 127\\.0\\.0\\.1 .*set METRICS_PORT to a free port.*\n$`,
+            `^svc: METRICS_PORT ${port} is taken on 127\\.0\\.0\\.1 .*such as METRICS_PORT=${port + 2} npm start.*\n$`,
           ),
         );
       }

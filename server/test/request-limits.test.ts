@@ -51,7 +51,8 @@ describe('request bodies too large or too slow', () => {
   test('when a JSON request announces 20 MiB then 413 comes at once and the connection closes, most of the body never sent', async () => {
     const total = 20 * mebibyte;
     const request = post(`Content-Length: ${total}\r\n`);
-    const reply = await trickle(request, jsonPieces(total, 64 * 1024), { intervalMs: 10, giveUpMs: 20_000 });
+    // 64 KiB every 50 ms: the whole body would take 16 s; the answer must come long before.
+    const reply = await trickle(request, jsonPieces(total, 64 * 1024), { intervalMs: 50, giveUpMs: 40_000 });
     assertProblem(reply, 413, 'payload_too_large');
     assert.equal(reply.headers.connection, 'close');
     assert.ok(reply.bodyBytesSent < total / 4, `${reply.bodyBytesSent} of ${total} bytes were sent first`);
@@ -62,8 +63,8 @@ describe('request bodies too large or too slow', () => {
     const limit = service.config.jsonLimitBytes;
     const request = post('Transfer-Encoding: chunked\r\n');
     const reply = await trickle(request, chunked(jsonPieces(total, 64 * 1024)), {
-      intervalMs: 10,
-      giveUpMs: 20_000,
+      intervalMs: 50,
+      giveUpMs: 40_000,
     });
     assertProblem(reply, 413, 'payload_too_large');
     assert.equal(reply.headers.connection, 'close');

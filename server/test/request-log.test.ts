@@ -65,6 +65,14 @@ describe('the request log', () => {
     });
     const replaced = String(hostile.headers['x-request-id']);
     assert.match(replaced, /^[0-9a-f-]{36}$/, 'a hostile id is not echoed');
+    const deviceLike = await call(service.url, 'GET', '/healthz', {
+      headers: { 'x-request-id': 'brand_a:1HGCM82633A004352' },
+    });
+    assert.match(
+      String(deviceLike.headers['x-request-id']),
+      /^[0-9a-f-]{36}$/,
+      'nor one the log would redact',
+    );
     assert.ok(!service.logs.some((line) => line.includes('forged')), 'nor logged');
   });
 

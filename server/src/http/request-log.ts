@@ -10,8 +10,11 @@ import { pinoHttp } from 'pino-http';
 import type { Principal } from '../auth/principal.ts';
 import type { Logger } from '../logger.ts';
 
-/** A client's own request id is kept when it is a plain token of reasonable length. */
-const acceptedRequestId = /^[A-Za-z0-9._:-]{1,128}$/;
+/**
+ * A client's own request id is kept when it is a plain token of reasonable length. No `:`, so that
+ * an id is never taken for a device id (and redacted in the log while echoed whole).
+ */
+const acceptedRequestId = /^[A-Za-z0-9._-]{1,128}$/;
 
 /** The operation's path as the contract writes it (`/api/v1/cars/{device_id}/status`), set by bindHandlers. */
 export function setRouteTemplate(res: Response, template: string): void {
