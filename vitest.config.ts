@@ -9,6 +9,8 @@ export default defineConfig({
   test: {
     include: ['{scripts,client,server,cli}/test/**/*.test.ts'],
     exclude: ['**/node_modules/**', '**/fixtures/**'],
+    // The CLI bundle the end-to-end tests run, built once for all of them.
+    globalSetup: ['scripts/test/build-cli.global.ts'],
     // Each file in a process of its own: tests start services, agents and keyrings, and some
     // set process-wide state (the environment, signal handlers).
     pool: 'forks',

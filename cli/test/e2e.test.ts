@@ -3,7 +3,6 @@ import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, test } from 'vitest';
-import { buildCli } from '../../scripts/build-cli.ts';
 import { call } from '../../server/test/support/http.ts';
 import { type RunningService, startServiceProcess } from './support/service.ts';
 import { makeKey, startAgent } from './support/ssh.ts';
@@ -19,7 +18,6 @@ describe('svc end to end', () => {
   let firstKeyId = '';
 
   beforeAll(async () => {
-    await buildCli();
     service = await startServiceProcess();
     env = userEnv(home, { SVC_API_URL: service.url });
     rmSync(keys, { recursive: true, force: true });

@@ -6,7 +6,6 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, test } from 'vitest';
-import { buildCli } from '../../scripts/build-cli.ts';
 import { makeKey, sshKeyRecord } from './support/ssh.ts';
 import { svc, userEnv } from './support/svc.ts';
 
@@ -41,7 +40,6 @@ describe('svc errors a person understands', () => {
   });
 
   beforeAll(async () => {
-    await buildCli();
     mkdirSync(join(home, '.ssh'), { mode: 0o700 });
     server = createServer((req, res) => {
       seen.push(req.headers);

@@ -9,7 +9,6 @@ import { homedir, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, test } from 'vitest';
-import { buildCli } from '../../scripts/build-cli.ts';
 import { repoRoot } from '../../scripts/repo-root.ts';
 
 const run = promisify(execFile);
@@ -43,7 +42,6 @@ describe('svc installed from its package', () => {
   };
 
   beforeAll(async () => {
-    await buildCli();
     mkdirSync(env.HOME as string);
     const packDir = join(scratch, 'pack');
     mkdirSync(packDir);

@@ -4,7 +4,6 @@ import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writ
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, test } from 'vitest';
-import { buildCli } from '../../scripts/build-cli.ts';
 import { call } from '../../server/test/support/http.ts';
 import { type RunningService, startServiceProcess } from './support/service.ts';
 import { makeKey } from './support/ssh.ts';
@@ -37,7 +36,6 @@ describe('publishing with svc, end to end', () => {
     });
 
   beforeAll(async () => {
-    await buildCli();
     service = await startServiceProcess({
       env: { SVC_ADMIN_EMAILS: 'reviewer@example.com', SVC_MAX_PACKAGE_BYTES: '100000' },
     });

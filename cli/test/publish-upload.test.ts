@@ -6,7 +6,6 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'vitest';
-import { buildCli } from '../../scripts/build-cli.ts';
 import { uploadPackage } from '../src/publish/upload.ts';
 import { svcBinary, userEnv } from './support/svc.ts';
 
@@ -57,7 +56,6 @@ test('when the package is PUT to the presigned URL then no Authorization header 
 });
 
 test('when Ctrl-C stops an upload then svc exits 130, says nothing was submitted, and leaves no package behind', async () => {
-  await buildCli();
   const scratch = mkdtempSync(join(tmpdir(), 'svc-interrupt-'));
   const temp = join(scratch, 'tmp');
   mkdirSync(temp);

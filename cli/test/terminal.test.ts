@@ -6,7 +6,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { afterAll, beforeAll, describe, test } from 'vitest';
-import { buildCli } from '../../scripts/build-cli.ts';
 import { runCli } from '../src/cli.ts';
 import { makeKey, sshKeyRecord } from './support/ssh.ts';
 import { userEnv } from './support/svc.ts';
@@ -17,7 +16,6 @@ describe('svc on a terminal', () => {
   let key: { path: string };
 
   beforeAll(async () => {
-    await buildCli();
     key = makeKey(home, 'locked_ed25519', { passphrase: 'open sesame' });
   });
   afterAll(() => rmSync(home, { recursive: true, force: true }));
@@ -53,7 +51,6 @@ describe('removing the last key on a terminal', () => {
   let url = '';
 
   beforeAll(async () => {
-    await buildCli();
     server = createServer((req, res) => {
       requests.push(`${req.method} ${req.url}`);
       if (req.method === 'DELETE') {
