@@ -38,23 +38,22 @@ interface Place {
   prefix: '' | 'METRICS';
   host: string;
   port: number;
+  /** The service's other listener's port: a taken port's advice never names it. */
+  otherPort: number;
 }
 
 function placeOf(config: Config, prefix: '' | 'METRICS'): Place {
   return prefix === 'METRICS'
-    ? { prefix, host: config.metricsHost, port: config.metricsPort }
-    : { prefix, host: config.host, port: config.port };
+    ? { prefix, host: config.metricsHost, port: config.metricsPort, otherPort: config.port }
+    : { prefix, host: config.host, port: config.port, otherPort: config.metricsPort };
 }
 
-/**
- * One line saying which setting to change, for a listener that could not start; else undefined.
- * `other`: the port of this service's other listener, never suggested.
- */
-function portTaken({ prefix, host, port }: Place, error: unknown, other: number): string | undefined {
+/** One line saying which setting to change, for a listener that could not start; else undefined. */
+function portTaken({ prefix, host, port, otherPort }: Place, error: unknown): string | undefined {
   const [PORT, HOST] = prefix ? [`${prefix}_PORT`, `${prefix}_HOST`] : ['PORT', 'HOST'];
   const code = (error as NodeJS.ErrnoException | undefined)?.code;
   if (code === 'EADDRINUSE') {
-    const next = port + 1 === other ? port + 2 : port + 1;
+    const next = port + 1 === otherPort ? port + 2 : port + 1;
     return `${PORT} ${port} is taken on ${host} (another program, perhaps another svc, listens there): set ${PORT} to a free port, such as ${PORT}=${next} npm start, or ${PORT}=0 for any.`;
   }
   if (code === 'EACCES') {
@@ -66,11 +65,11 @@ function portTaken({ prefix, host, port }: Place, error: unknown, other: number)
 }
 
 /** Whether a listener could start at `place`, checked by listening there a moment. */
-async function probe(place: Place, other: number): Promise<void> {
+async function probe(place: Place): Promise<void> {
   if (place.port === 0) return;
   const server = createServer();
   await new Promise<void>((resolve) => {
-    server.once('error', (error) => refuse(portTaken(place, error, other) ?? String(error)));
+    server.once('error', (error) => refuse(portTaken(place, error) ?? String(error)));
     server.listen(place.port, place.host, () => server.close(() => resolve()));
   });
 }
@@ -106,8 +105,8 @@ async function check(): Promise<void> {
     if (holder !== undefined)
       refuse(new DataDirInUse(config.dataDir, holder, lockFileOf(config.dataDir)).message);
   }
-  await probe(placeOf(config, ''), config.metricsPort);
-  await probe(placeOf(config, 'METRICS'), config.port);
+  await probe(placeOf(config, ''));
+  await probe(placeOf(config, 'METRICS'));
 }
 
 async function main(): Promise<void> {
@@ -131,11 +130,8 @@ async function main(): Promise<void> {
   } catch (error) {
     await service.stop().catch(() => undefined);
     lock?.release();
-    // A taken port never suggests this service's other port.
-    const other =
-      error instanceof ListenError && error.settings === 'METRICS' ? config.port : config.metricsPort;
     const message =
-      error instanceof ListenError ? portTaken(placeOf(config, error.settings), error, other) : undefined;
+      error instanceof ListenError ? portTaken(placeOf(config, error.settings), error) : undefined;
     if (message) refuse(message);
     // Start-up failures go through the operator's log like any other, never as a raw stack.
     const unreachable = config.databaseUrl ? storeUnavailableReason(error) : undefined;
