@@ -14,7 +14,7 @@ import {
   SshKeyError,
   type SshSigner,
   signSshsig,
-} from '@svc/sdk/sshsig';
+} from '@svc/ssh';
 import type { SvcContext } from './context.ts';
 import { AuthenticationNeeded, CliError, ExitCode } from './errors.ts';
 import { canPrompt, promptHidden } from './prompt.ts';

@@ -1,8 +1,7 @@
 /** The ssh-agent client `svc login` signs through (draft-miller-ssh-agent): listing the agent's keys, asking it to sign. */
 import { Buffer } from 'node:buffer';
 import { createConnection } from 'node:net';
-import { SshWireReader, sshString, uint32, WireFormatError } from '@svc/sdk/ssh-wire';
-import { fingerprint, type SshSigner } from '@svc/sdk/sshsig';
+import { fingerprint, type SshSigner, SshWireReader, sshString, uint32, WireFormatError } from '@svc/ssh';
 import { CliError } from './errors.ts';
 
 /** Message numbers of draft-miller-ssh-agent §6.1: the only ones svc sends or accepts. */

@@ -4,7 +4,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { createServer, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fingerprint, loginNamespace, parsePublicKeyLine, signSshsig } from '@svc/sdk/sshsig';
+import { fingerprint, loginNamespace, parsePublicKeyLine, signSshsig } from '@svc/ssh';
 import { afterAll, describe, test } from 'vitest';
 import { agentSigner, listAgentKeys, SshAgentError, type SshAgentErrorCode } from '../src/ssh-agent.ts';
 

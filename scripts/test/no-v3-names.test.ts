@@ -16,7 +16,7 @@ import { afterAll, beforeAll, describe, test } from 'vitest';
 import { brands } from '../../generated/brands.ts';
 import { repoRoot } from '../repo-root.ts';
 
-const searchedFolders = ['openapi', 'asyncapi', 'generated', 'client', 'server', 'cli'];
+const searchedFolders = ['openapi', 'asyncapi', 'generated', 'client', 'ssh', 'server', 'cli'];
 
 const skippedDirectories = new Set(['node_modules', 'dist', '.git']);
 

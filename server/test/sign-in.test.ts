@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { fingerprint, parsePrivateKey, parsePublicKeyLine, signSshsig } from '@svc/sdk/sshsig';
+import { fingerprint, parsePrivateKey, parsePublicKeyLine, signSshsig } from '@svc/ssh';
 import { afterAll, beforeAll, beforeEach, describe, test } from 'vitest';
 import { type Developer, registerKey, signUpDeveloper } from './support/accounts.ts';
 import { call } from './support/http.ts';

@@ -4,7 +4,7 @@
  * once for a fresh access token.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
-import { loginNamespace, verifySshsig } from '@svc/sdk/sshsig';
+import { loginNamespace, verifySshsig } from '@svc/ssh';
 import type { components } from '../../../generated/openapi.ts';
 import type { MintedToken, TokenService } from '../auth/token-service.ts';
 import type { Clock } from '../clock.ts';

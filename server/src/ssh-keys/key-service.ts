@@ -1,6 +1,6 @@
 /** Registering and removing the ed25519 keys an account signs in with. */
 import { randomUUID } from 'node:crypto';
-import { fingerprint, parsePublicKeyLine, SshKeyError } from '@svc/sdk/sshsig';
+import { fingerprint, parsePublicKeyLine, SshKeyError } from '@svc/ssh';
 import type { components } from '../../../generated/openapi.ts';
 import type { Clock } from '../clock.ts';
 import { ProblemError } from '../http/problem.ts';

@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { parsePrivateKey, signSshsig } from '@svc/sdk/sshsig';
+import { parsePrivateKey, signSshsig } from '@svc/ssh';
 import { call } from './http.ts';
 import type { KeyFiles } from './ssh.ts';
 

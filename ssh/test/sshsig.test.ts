@@ -18,7 +18,7 @@ import {
   signSshsig,
   sshsigRefusal,
   verifySshsig,
-} from '../src/sshsig.ts';
+} from '../src/index.ts';
 
 // Every key and signature the tests check against comes from the real ssh-keygen, in a temp dir.
 const dir = mkdtempSync(join(tmpdir(), 'svc-sshsig-'));
