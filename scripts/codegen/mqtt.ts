@@ -1,9 +1,13 @@
-/** generated/mqtt.ts: car topic templates, payload types, QoS, retain and direction, from asyncapi/. */
-import { readFile } from 'node:fs/promises';
-import { dirname, resolve } from 'node:path';
+/**
+ * generated/mqtt.ts: car topic templates, payload types, QoS, retain and direction, from asyncapi/.
+ * The document is read through `@asyncapi/parser`, which validates it and resolves every `$ref`
+ * (in the document and to openapi/ files); this module only checks what the generated code relies on.
+ */
+import { relative } from 'node:path';
+import { type AsyncAPIDocumentInterface, fromFile, Parser } from '@asyncapi/parser';
 import openapiTS, { astToString } from 'openapi-typescript';
 import ts from 'typescript';
-import { parse } from 'yaml';
+import { formatDiagnostic, isFailing } from '../lint-asyncapi.ts';
 import { banner } from './banner.ts';
 
 type Json = Record<string, unknown>;
@@ -27,31 +31,16 @@ interface CarTopic {
 const isObject = (value: unknown): value is Json =>
   typeof value === 'object' && value !== null && !Array.isArray(value);
 
-function pointer(doc: unknown, fragment: string, where: string): unknown {
-  let node = doc;
-  for (const raw of fragment.replace(/^#?\/?/, '').split('/')) {
-    if (raw === '') continue;
-    const key = decodeURIComponent(raw).replaceAll('~1', '/').replaceAll('~0', '~');
-    if (!isObject(node) || !(key in node)) throw new Error(`asyncapi: ${where}: no ${fragment}`);
-    node = node[key];
-  }
-  return node;
-}
+/** The parser names each schema it resolved under this key: a components schema by its own key. */
+const schemaIdKey = 'x-parser-schema-id';
 
-/** Follows in-document `$ref`s to the object they name. */
-function follow(doc: Json, node: unknown, where: string): Json {
-  const seen = new Set<string>();
-  while (isObject(node) && typeof node.$ref === 'string') {
-    const ref = node.$ref;
-    if (!ref.startsWith('#/')) {
-      throw new Error(`asyncapi: ${where}: only schemas may $ref another file (${ref})`);
-    }
-    if (seen.has(ref)) throw new Error(`asyncapi: ${where}: $ref cycle at ${ref}`);
-    seen.add(ref);
-    node = pointer(doc, ref, where);
+async function parseContract(path: string): Promise<AsyncAPIDocumentInterface> {
+  const { document, diagnostics } = await fromFile(new Parser(), path).parse();
+  if (!document) {
+    const errors = diagnostics.filter(isFailing).map((d) => formatDiagnostic(d, process.cwd()));
+    throw new Error(`asyncapi: ${relative(process.cwd(), path)} does not parse:\n${errors.join('\n')}`);
   }
-  if (!isObject(node)) throw new Error(`asyncapi: ${where} must be an object`);
-  return node;
+  return document;
 }
 
 function parseAddress(address: string, channel: string): { prefix: Segment[]; suffix: string } {
@@ -77,82 +66,68 @@ function parseAddress(address: string, channel: string): { prefix: Segment[]; su
 }
 
 /**
- * A schema with every reference to another file replaced by that file's content, so that
- * openapi-typescript sees one self-contained document; `#/components/schemas/...` references of
- * the AsyncAPI document itself stay, and become references between the generated types.
+ * A resolved schema as openapi-typescript should see it: every nested schema that is one of the
+ * document's components schemas becomes a `$ref` to it again (so the generated types refer to
+ * each other), and the parser's own `x-parser-*` keys are dropped.
  */
-async function inlineFileRefs(
-  node: unknown,
-  file: string,
-  rootFile: string,
-  stack: string[],
-): Promise<unknown> {
-  if (Array.isArray(node)) {
-    return Promise.all(node.map((item) => inlineFileRefs(item, file, rootFile, stack)));
-  }
+function relinked(node: unknown, componentNames: ReadonlySet<string>, root: boolean): unknown {
+  if (Array.isArray(node)) return node.map((item) => relinked(item, componentNames, false));
   if (!isObject(node)) return node;
-  if (typeof node.$ref === 'string') {
-    const [target = '', fragment = ''] = node.$ref.split('#');
-    const targetFile = target === '' ? file : resolve(dirname(file), target);
-    if (targetFile === rootFile) {
-      if (!fragment.startsWith('/components/schemas/')) {
-        throw new Error(`asyncapi: schema $ref ${node.$ref} must name a components schema`);
-      }
-      return { $ref: `#${fragment}` };
-    }
-    const key = `${targetFile}#${fragment}`;
-    if (stack.includes(key)) throw new Error(`asyncapi: $ref cycle through ${key}`);
-    const referenced = pointer(parse(await readFile(targetFile, 'utf8')), fragment, targetFile);
-    return inlineFileRefs(referenced, targetFile, rootFile, [...stack, key]);
-  }
+  const id = node[schemaIdKey];
+  if (!root && typeof id === 'string' && componentNames.has(id))
+    return { $ref: `#/components/schemas/${id}` };
   const out: Json = {};
   for (const [key, value] of Object.entries(node)) {
-    out[key] = await inlineFileRefs(value, file, rootFile, stack);
+    if (!key.startsWith('x-parser-')) out[key] = relinked(value, componentNames, false);
   }
   return out;
 }
 
 /** The `components` interface openapi-typescript makes of the document's schemas, unexported. */
-async function schemaTypes(doc: Json, asyncapiPath: string): Promise<string> {
-  const schemas = isObject(doc.components) && isObject(doc.components.schemas) ? doc.components.schemas : {};
+async function schemaTypes(document: AsyncAPIDocumentInterface): Promise<string> {
+  const components = document.components().schemas().all();
+  const names = new Set(components.map((schema) => schema.id()));
   const synthetic = {
     openapi: '3.1.0',
     info: { title: 'asyncapi schemas', version: '0' },
     paths: {},
-    components: { schemas: await inlineFileRefs(schemas, asyncapiPath, asyncapiPath, []) },
+    components: {
+      schemas: Object.fromEntries(
+        components.map((schema) => [schema.id(), relinked(schema.json(), names, true)]),
+      ),
+    },
   };
   const nodes = await openapiTS(synthetic as unknown as Parameters<typeof openapiTS>[0], {
     alphabetize: false,
     immutable: false,
     silent: true,
   });
-  const components = nodes.find(
+  const declaration = nodes.find(
     (node): node is ts.InterfaceDeclaration =>
       ts.isInterfaceDeclaration(node) && node.name.text === 'components',
   );
-  if (!components) throw new Error('openapi-typescript made no components interface');
+  if (!declaration) throw new Error('openapi-typescript made no components interface');
   // Only the named payload types below are this module's API; the interface is their storage.
   const unexported = ts.factory.updateInterfaceDeclaration(
-    components,
+    declaration,
     undefined,
-    components.name,
-    components.typeParameters,
-    components.heritageClauses,
-    components.members,
+    declaration.name,
+    declaration.typeParameters,
+    declaration.heritageClauses,
+    declaration.members,
   );
   return astToString(unexported);
 }
 
-function collectTopics(doc: Json): { prefix: Segment[]; topics: CarTopic[] } {
-  if (!isObject(doc.channels) || !isObject(doc.operations)) {
-    throw new Error('asyncapi: the document needs channels and operations');
-  }
+function collectTopics(document: AsyncAPIDocumentInterface): { prefix: Segment[]; topics: CarTopic[] } {
+  const componentSchemas = document.components().schemas();
   let prefix: Segment[] | undefined;
   const topics = new Map<string, CarTopic>();
-  for (const [key, raw] of Object.entries(doc.channels)) {
-    const channel = follow(doc, raw, `channels.${key}`);
-    if (typeof channel.address !== 'string') throw new Error(`asyncapi: channel ${key} has no address`);
-    const address = parseAddress(channel.address, key);
+  for (const channel of document.channels()) {
+    const key = channel.id();
+    const rawAddress = channel.address();
+    if (typeof rawAddress !== 'string') throw new Error(`asyncapi: channel ${key} has no address`);
+    const address = parseAddress(rawAddress, key);
     if (prefix && JSON.stringify(prefix) !== JSON.stringify(address.prefix)) {
       throw new Error(`asyncapi: channel ${key}: every car topic must share one prefix template`);
     }
@@ -161,27 +136,22 @@ function collectTopics(doc: Json): { prefix: Segment[]; topics: CarTopic[] } {
       throw new Error(`asyncapi: channel ${key}: another channel already has the suffix ${address.suffix}`);
     }
 
-    const messages = isObject(channel.messages) ? Object.entries(channel.messages) : [];
-    const [only] = messages;
-    if (messages.length !== 1 || !only) {
+    const messages = channel.messages().all();
+    const [message] = messages;
+    if (messages.length !== 1 || !message) {
       throw new Error(`asyncapi: channel ${key} must carry exactly one message`);
     }
-    const message = follow(doc, only[1], `channels.${key}.messages.${only[0]}`);
-    const payloadRef = isObject(message.payload) ? message.payload.$ref : undefined;
-    const payloadType =
-      typeof payloadRef === 'string'
-        ? /^#\/components\/schemas\/([A-Z][A-Za-z0-9]*)$/.exec(payloadRef)?.[1]
-        : undefined;
-    if (!payloadType) {
+    // A components schema keeps its key as id; an inline payload gets an anonymous one.
+    const payloadType = message.payload()?.id();
+    if (!payloadType || !/^[A-Z][A-Za-z0-9]*$/.test(payloadType) || !componentSchemas.has(payloadType)) {
       throw new Error(
-        `asyncapi: message ${only[0]}: payload must be a $ref to #/components/schemas/<TypeName>`,
+        `asyncapi: message ${message.id()}: payload must be a $ref to #/components/schemas/<TypeName>`,
       );
     }
-    const summary = typeof message.summary === 'string' ? message.summary : String(message.title ?? '');
     topics.set(key, {
       suffix: address.suffix,
       payloadType,
-      summary,
+      summary: message.summary() ?? message.title() ?? '',
       qos: 0,
       retain: false,
       serviceSends: false,
@@ -191,27 +161,21 @@ function collectTopics(doc: Json): { prefix: Segment[]; topics: CarTopic[] } {
   if (!prefix) throw new Error('asyncapi: the document has no channels');
 
   const bound = new Set<string>();
-  for (const [key, raw] of Object.entries(doc.operations)) {
-    const operation = follow(doc, raw, `operations.${key}`);
-    const channelRef = isObject(operation.channel) ? operation.channel.$ref : undefined;
-    const channelKey =
-      typeof channelRef === 'string' ? /^#\/channels\/([^/]+)$/.exec(channelRef)?.[1] : undefined;
+  for (const operation of document.operations()) {
+    const key = operation.id();
+    const channels = operation.channels().all();
+    const channelKey = channels.length === 1 ? channels[0]?.id() : undefined;
     const topic = channelKey === undefined ? undefined : topics.get(channelKey);
     if (channelKey === undefined || !topic) {
       throw new Error(`asyncapi: operation ${key} must $ref a channel of #/channels`);
     }
-    if (operation.action === 'send') topic.serviceSends = true;
-    else if (operation.action === 'receive') topic.serviceReceives = true;
+    if (operation.action() === 'send') topic.serviceSends = true;
+    else if (operation.action() === 'receive') topic.serviceReceives = true;
     else throw new Error(`asyncapi: operation ${key}: action must be send or receive`);
 
-    const bindings = isObject(operation.bindings)
-      ? follow(doc, operation.bindings, `operations.${key}.bindings`)
-      : {};
-    const mqtt = isObject(bindings.mqtt)
-      ? follow(doc, bindings.mqtt, `operations.${key}.bindings.mqtt`)
-      : undefined;
+    const mqtt = operation.bindings().get('mqtt')?.value();
     // The MQTT binding has no default QoS, and guessing one for a car topic is how messages get lost.
-    if (!mqtt || (mqtt.qos !== 0 && mqtt.qos !== 1 && mqtt.qos !== 2)) {
+    if (!isObject(mqtt) || (mqtt.qos !== 0 && mqtt.qos !== 1 && mqtt.qos !== 2)) {
       throw new Error(`asyncapi: operation ${key} needs an mqtt binding with qos 0, 1 or 2`);
     }
     const retain = mqtt.retain === true;
@@ -254,10 +218,9 @@ function parseCarTopicBody(prefix: Segment[]): string[] {
 }
 
 export async function generateMqtt(asyncapiPath: string): Promise<string> {
-  const doc = parse(await readFile(asyncapiPath, 'utf8')) as unknown;
-  if (!isObject(doc)) throw new Error('asyncapi: the document must be a mapping');
-  const { prefix, topics } = collectTopics(doc);
-  const types = await schemaTypes(doc, asyncapiPath);
+  const document = await parseContract(asyncapiPath);
+  const { prefix, topics } = collectTopics(document);
+  const types = await schemaTypes(document);
   const suffixes = topics.map((t) => t.suffix);
   const pattern = topicText(prefix, (p) => `{${p}}`, '<suffix>');
   const perTopic = (value: (topic: CarTopic) => string) =>

@@ -176,6 +176,20 @@ test('when an operation has no MQTT QoS then generation fails and names it', asy
   await assert.rejects(generateMqtt(path), /receiveCarTelemetry/);
 });
 
+test('when the contract is not valid AsyncAPI then generation fails with the parser diagnostics', async () => {
+  const path = editDocument(copyOfContract(), (doc) =>
+    doc.deleteIn(['channels', 'carCommand', 'parameters', 'device_id']),
+  );
+  await assert.rejects(generateMqtt(path), /does not parse:\n.*channels\.carCommand\.parameters/s);
+});
+
+test('when a message payload is written inline then generation fails and names the message', async () => {
+  const path = editDocument(copyOfContract(), (doc) =>
+    doc.setIn(['components', 'messages', 'carPresence', 'payload'], { type: 'object' }),
+  );
+  await assert.rejects(generateMqtt(path), /message carPresence: payload must be a \$ref/);
+});
+
 test('when the real contract is linted then it has no error and no warning', async () => {
   const diagnostics = await lintAsyncApi(asyncapiPath);
   assert.deepEqual(diagnostics.filter(isFailing), []);
