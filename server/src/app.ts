@@ -4,12 +4,14 @@
  * form → per operation: express.json (where it takes JSON), contract validator, handler → docs →
  * problems.
  */
+
 import { readFileSync } from 'node:fs';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import express from 'express';
 import { routes } from '../../generated/routes.ts';
 import type { AdminCode } from './accounts/admin-codes.ts';
+import type { Passwords } from './accounts/passwords.ts';
 import { type Clock, systemClock } from './clock.ts';
 import type { Config } from './config.ts';
 import { bearerAuthenticator } from './http/authenticate.ts';
@@ -48,6 +50,8 @@ export interface AppDependencies {
   logger?: Logger;
   /** Folder with the built reference page (`npm run build`); /docs says how to build it when absent. */
   docsDir?: string;
+  /** Password hashing at another scrypt cost (tests); by default the service's own. */
+  passwords?: Passwords;
 }
 
 export interface RunningApp {
@@ -94,7 +98,7 @@ export function createApp(config: Config, deps: AppDependencies = {}) {
   let listeningUrl: string | undefined;
   const audience = (requestHost?: string) =>
     config.publicUrl ?? baseUrlFor(listeningUrl ?? `http://${config.host}:${config.port}`, requestHost);
-  const services = createServices({ db, config, clock, audience });
+  const services = createServices({ db, config, clock, audience, passwords: deps.passwords });
   const contract = JSON.parse(readFileSync(contractPath, 'utf8'));
 
   const metrics = createMetrics();

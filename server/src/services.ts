@@ -1,6 +1,7 @@
 /** The service layer, wired once per app from its store, config and clock. */
 import { createAccountService } from './accounts/account-service.ts';
 import { createAdminCodeService } from './accounts/admin-codes.ts';
+import { createPasswords, type Passwords } from './accounts/passwords.ts';
 import { createTokenService } from './auth/token-service.ts';
 import type { Clock } from './clock.ts';
 import type { Config } from './config.ts';
@@ -21,6 +22,8 @@ export function createServices(deps: {
   clock: Clock;
   /** The service's base URL, as the request's Host names it when that is one of its own names. */
   audience: (requestHost?: string) => string;
+  /** Password hashing; tests pass a cheaper scrypt cost. */
+  passwords?: Passwords;
 }) {
   const { db, config, clock } = deps;
   const blobs = createBlobStore(config.dataDir);
@@ -33,7 +36,7 @@ export function createServices(deps: {
     config,
     tokens,
     failures,
-    accounts: createAccountService(db, config, clock),
+    accounts: createAccountService(db, config, clock, deps.passwords ?? createPasswords()),
     adminCodes: createAdminCodeService(db, config, clock),
     keys: createKeyService(db, clock, () => tokens.forgetCached()),
     signIn: createSignInService({ db, clock, tokens, failures, audience: deps.audience }),

@@ -6,7 +6,7 @@ import type { Config } from '../config.ts';
 import { ProblemError, unauthorized } from '../http/problem.ts';
 import type { Db } from '../store/db.ts';
 import { type AccountRow, findAccountByEmail, insertAccount } from './account-repository.ts';
-import { decoyPasswordCheck, hashPassword, verifyPassword } from './passwords.ts';
+import type { Passwords } from './passwords.ts';
 
 export type Account = components['schemas']['Account'];
 
@@ -35,7 +35,12 @@ export interface AccountService {
   checkPassword(email: string, password: string): Promise<AccountRow>;
 }
 
-export function createAccountService(db: Db, config: Config, clock: Clock): AccountService {
+export function createAccountService(
+  db: Db,
+  config: Config,
+  clock: Clock,
+  passwords: Passwords,
+): AccountService {
   return {
     async signUp(input) {
       if (config.signup === 'closed') {
@@ -56,7 +61,7 @@ export function createAccountService(db: Db, config: Config, clock: Clock): Acco
         id: randomUUID(),
         email,
         name,
-        password_hash: await hashPassword(input.password),
+        password_hash: await passwords.hash(input.password),
         created_at: clock(),
       });
       if (!row)
@@ -71,8 +76,8 @@ export function createAccountService(db: Db, config: Config, clock: Clock): Acco
     async checkPassword(email, password) {
       const account = await findAccountByEmail(db, normalizeEmail(email));
       const valid = account?.password_hash
-        ? await verifyPassword(password, account.password_hash)
-        : await decoyPasswordCheck(password);
+        ? await passwords.verify(password, account.password_hash)
+        : await passwords.decoyCheck(password);
       if (!account || !valid) throw unauthorized('The email or the password is not right.');
       return account;
     },

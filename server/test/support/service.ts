@@ -4,10 +4,17 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { AdminCode } from '../../src/accounts/admin-codes.ts';
+import { createPasswords, passwordCost } from '../../src/accounts/passwords.ts';
 import { createApp } from '../../src/app.ts';
 import { type Config, loadConfig } from '../../src/config.ts';
 import { createLogger } from '../../src/logger.ts';
 import { openTestStore, type TestStore } from './store.ts';
+
+/**
+ * scrypt at 1/32 of the service's cost: every test signs accounts up, and at full cost they spent
+ * seconds a file hashing. Stored hashes name their cost, so nothing else changes.
+ */
+const cheapPasswords = createPasswords({ ...passwordCost, N: 2 ** 10 });
 
 export class TestClock {
   private base: number;
@@ -69,7 +76,13 @@ export async function startTestService(
   const logs: string[] = [];
   // The service's own logger, writing its lines here instead of to stderr.
   const logger = createLogger({ destination: { write: (line) => logs.push(line.trimEnd()) } });
-  const app = createApp(config, { db: store.db, clock: clock.clock, logger, docsDir: options.docsDir });
+  const app = createApp(config, {
+    db: store.db,
+    clock: clock.clock,
+    logger,
+    docsDir: options.docsDir,
+    passwords: cheapPasswords,
+  });
   const { url, metricsUrl, adminCodes } = await app.start();
   return {
     url,
