@@ -22,7 +22,7 @@ import { notFound, problemMiddleware } from './http/errors.ts';
 import { createHandlers } from './http/handlers/index.ts';
 import { inFlightRequests } from './http/in-flight.ts';
 import { requireIssuedUploadUrl } from './http/presigned-upload.ts';
-import { ProblemError } from './http/problem.ts';
+import { shuttingDown } from './http/problem.ts';
 import { baseUrlFor } from './http/public-url.ts';
 import { requestLog } from './http/request-log.ts';
 import { requestPacing } from './http/request-pacing.ts';
@@ -217,12 +217,7 @@ export function createApp(config: Config, deps: AppDependencies = {}) {
         if (outcome === 'grace over') {
           cut = inFlight.size;
           logger.info('stopping: cutting requests still in flight', { requests: cut });
-          await inFlight.cutAll(
-            new ProblemError(503, 'shutting_down', 'The service is stopping: try again in a few seconds.', {
-              headers: { 'Retry-After': '5' },
-            }),
-            1000,
-          );
+          await inFlight.cutAll(shuttingDown(), 1000);
           stopping.closeAllConnections();
           await closed;
         }

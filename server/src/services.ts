@@ -41,6 +41,6 @@ export function createServices(deps: {
     keys: createKeyService(db, clock, () => tokens.forgetCached()),
     signIn: createSignInService({ db, clock, tokens, failures, audience: deps.audience }),
     uploads,
-    miniApps: createMiniAppService({ db, clock, blobs, uploads }),
+    miniApps: createMiniAppService({ db, clock, uploads }),
   };
 }

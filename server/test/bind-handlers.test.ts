@@ -4,9 +4,9 @@ import express from 'express';
 import { afterAll, beforeAll, describe, test } from 'vitest';
 import { type OperationId, routes } from '../../generated/routes.ts';
 import type { Principal } from '../src/auth/principal.ts';
+import { unauthorized } from '../src/errors.ts';
 import { type BindOptions, bindHandlers, type Handlers } from '../src/http/bind-handlers.ts';
 import { problemMiddleware } from '../src/http/errors.ts';
-import { unauthorized } from '../src/http/problem.ts';
 import { silentLogger } from '../src/logger.ts';
 
 // A handler this test does not care about fails loudly.

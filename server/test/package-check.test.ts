@@ -6,7 +6,8 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, test } from 'vitest';
-import { ProblemError } from '../src/http/problem.ts';
+import { DomainError } from '../src/errors.ts';
+import { type ProblemError, problemFor } from '../src/http/problem.ts';
 import { type CheckedPackage, checkPackage, type PackageLimits } from '../src/mini-apps/package-check.ts';
 import {
   endOfArchive,
@@ -82,9 +83,11 @@ describe('package check', () => {
     try {
       accepted = await check(path, limits);
     } catch (error) {
-      assert.ok(error instanceof ProblemError, `not a problem: ${String(error)}`);
-      assert.equal(error.status, 422);
-      return error;
+      assert.ok(error instanceof DomainError, `not a problem: ${String(error)}`);
+      const problem = problemFor(error);
+      assert.ok(problem);
+      assert.equal(problem.status, 422);
+      return problem;
     }
     assert.fail(`the package was accepted: ${JSON.stringify(accepted)}`);
   }
@@ -477,7 +480,7 @@ describe('package check', () => {
         () => assert.fail('the package was accepted'),
         (error: unknown) => error,
       );
-      assert.ok(problem instanceof ProblemError, String(problem));
+      assert.ok(problem instanceof DomainError, String(problem));
       return { problem, ...metered };
     }
 
@@ -534,7 +537,7 @@ describe('package check', () => {
   test('when the stored size disagrees with the file then the check fails as a server error', async () => {
     const path = systemTar('-C', validApp(), '.');
     await assert.rejects(checkPackage(path, statSync(path).size + 1), (error: unknown) => {
-      assert.ok(!(error instanceof ProblemError));
+      assert.ok(!(error instanceof DomainError));
       return true;
     });
   });

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'vitest';
 import type { components } from '../../generated/openapi.ts';
-import { ProblemError } from '../src/http/problem.ts';
+import { DomainError } from '../src/errors.ts';
+import { problemFor } from '../src/http/problem.ts';
 import { checkMove, type Party, type ReviewState, reviewMoves } from '../src/mini-apps/review.ts';
 
 // Every state, from the contract's ReviewState enum.
@@ -34,8 +35,10 @@ function refusal(run: () => unknown): { status: number; code: string } | undefin
     run();
     return undefined;
   } catch (error) {
-    assert.ok(error instanceof ProblemError, String(error));
-    return { status: error.status, code: error.code };
+    assert.ok(error instanceof DomainError, String(error));
+    const problem = problemFor(error);
+    assert.ok(problem);
+    return { status: problem.status, code: problem.code };
   }
 }
 

@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import type { components } from '../../../generated/openapi.ts';
 import type { Clock } from '../clock.ts';
 import type { Config } from '../config.ts';
-import { ProblemError, unauthorized } from '../http/problem.ts';
+import { ConflictError, ForbiddenError, InputError, unauthorized } from '../errors.ts';
 import type { Db } from '../store/db.ts';
 import { type AccountRow, findAccountByEmail, insertAccount } from './account-repository.ts';
 import type { Passwords } from './passwords.ts';
@@ -31,7 +31,7 @@ export function toApiAccount(
 
 export interface AccountService {
   signUp(input: { email: string; password: string; name: string }): Promise<AccountRow>;
-  /** The account, or a 401 that does not say whether the email or the password was wrong. */
+  /** The account, or an UnauthorizedError that does not say whether the email or the password was wrong. */
   checkPassword(email: string, password: string): Promise<AccountRow>;
 }
 
@@ -44,8 +44,7 @@ export function createAccountService(
   return {
     async signUp(input) {
       if (config.signup === 'closed') {
-        throw new ProblemError(
-          403,
+        throw new ForbiddenError(
           'signup_closed',
           'Sign-up is closed on this service: ask its operator for an account.',
         );
@@ -53,7 +52,7 @@ export function createAccountService(
       const email = normalizeEmail(input.email);
       const name = input.name.trim();
       if (name === '') {
-        throw new ProblemError(400, 'validation_failed', 'The name must not be blank.', {
+        throw new InputError('validation_failed', 'The name must not be blank.', {
           errors: [{ path: '/body/name', message: 'must not be blank' }],
         });
       }
@@ -65,8 +64,7 @@ export function createAccountService(
         created_at: clock(),
       });
       if (!row)
-        throw new ProblemError(
-          409,
+        throw new ConflictError(
           'email_taken',
           `An account with the email ${email} exists already: sign in instead.`,
         );

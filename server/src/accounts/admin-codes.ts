@@ -7,7 +7,7 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Clock } from '../clock.ts';
 import type { Config } from '../config.ts';
-import { ProblemError } from '../http/problem.ts';
+import { InvalidError } from '../errors.ts';
 import type { Db } from '../store/db.ts';
 import type { AccountRow } from './account-repository.ts';
 
@@ -65,7 +65,7 @@ export function createAdminCodeService(db: Db, config: Config, clock: Clock): Ad
 
     async claim(account, code) {
       const refused = (why: string) =>
-        new ProblemError(422, 'admin_code_invalid', why, {
+        new InvalidError('admin_code_invalid', why, {
           errors: [{ path: '/body/code', message: 'is not the live admin code for this account' }],
         });
       if (!config.adminEmails.has(account.email)) {

@@ -2,7 +2,7 @@
 import type { Request } from 'express';
 import type { Principal } from '../auth/principal.ts';
 import type { TokenService } from '../auth/token-service.ts';
-import { unauthorized } from './problem.ts';
+import { unauthorized } from '../errors.ts';
 
 export function bearerAuthenticator(tokens: TokenService) {
   return async (req: Request): Promise<Principal> => {

@@ -7,9 +7,10 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { NextFunction, Request, Response } from 'express';
 import { multilineTextPatternSource, textPatternSource } from '../../../generated/patterns.ts';
+import { DomainError } from '../errors.ts';
 import type { Logger } from '../logger.ts';
 import { storeUnavailableReason } from '../store/unavailable.ts';
-import { ProblemError } from './problem.ts';
+import { ProblemError, problemFor } from './problem.ts';
 import { requestFields } from './request-log.ts';
 
 /** What a 503 asks clients to wait, in seconds: about as long as a database takes to fail over. */
@@ -46,6 +47,7 @@ function pointer(path: string | undefined): string {
 
 function toProblemError(error: unknown, limitBytes: number): ProblemError | undefined {
   if (error instanceof ProblemError) return error;
+  if (error instanceof DomainError) return problemFor(error);
   const e = (error ?? {}) as HttpishError;
   const status = e.status ?? e.statusCode;
   if (typeof status !== 'number' || status < 400 || status >= 500) return undefined;

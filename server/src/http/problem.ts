@@ -1,5 +1,16 @@
 /** Domain and HTTP errors as RFC 9457 problems: what every error response of the service is. */
 import type { components } from '../../../generated/openapi.ts';
+import {
+  ConflictError,
+  type DomainError,
+  ForbiddenError,
+  InputError,
+  InvalidError,
+  NotFoundError,
+  TooLargeError,
+  TooManyRequestsError,
+  UnauthorizedError,
+} from '../errors.ts';
 
 export type Problem = components['schemas']['Problem'];
 
@@ -21,7 +32,7 @@ const titles: Record<number, string> = {
   503: 'Service unavailable',
 };
 
-/** Thrown by services and handlers; the error middleware turns it into a problem+json response. */
+/** Thrown by the HTTP layer, and made from domain errors; the error middleware answers it as problem+json. */
 export class ProblemError extends Error {
   override readonly name = 'ProblemError';
   readonly status: number;
@@ -57,9 +68,37 @@ export class ProblemError extends Error {
   }
 }
 
-/** The one 401 of the service: it never says which part of a credential was wrong. */
-export function unauthorized(
-  detail = 'Your session has expired or is not valid: sign in again (`svc login`, or the web console).',
-): ProblemError {
-  return new ProblemError(401, 'unauthorized', detail);
+// Each kind of refusal has one status; a subclass of a kind answers as the kind does.
+const statuses: [kind: abstract new (...args: never[]) => DomainError, status: number][] = [
+  [InputError, 400],
+  [UnauthorizedError, 401],
+  [ForbiddenError, 403],
+  [NotFoundError, 404],
+  [ConflictError, 409],
+  [TooLargeError, 413],
+  [InvalidError, 422],
+  [TooManyRequestsError, 429],
+];
+
+/**
+ * The one mapping from a service's refusal to what the client gets; undefined for a kind added
+ * without a status here, which is a bug to answer and log as any other.
+ */
+export function problemFor(error: DomainError): ProblemError | undefined {
+  const status = statuses.find(([kind]) => error instanceof kind)?.[1];
+  if (status === undefined) return undefined;
+  return new ProblemError(status, error.code, error.message, {
+    ...(error.title ? { title: error.title } : {}),
+    ...(error.errors ? { errors: error.errors } : {}),
+    ...(error instanceof TooManyRequestsError
+      ? { headers: { 'Retry-After': String(error.retryAfterSeconds) } }
+      : {}),
+  });
+}
+
+/** What requests still running when a stopping service's grace is over are answered. */
+export function shuttingDown(): ProblemError {
+  return new ProblemError(503, 'shutting_down', 'The service is stopping: try again in a few seconds.', {
+    headers: { 'Retry-After': '5' },
+  });
 }

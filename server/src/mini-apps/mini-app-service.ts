@@ -4,11 +4,9 @@ import { compareVersions, parseVersion } from '@svc/sdk';
 import type { components } from '../../../generated/openapi.ts';
 import type { Principal } from '../auth/principal.ts';
 import type { Clock } from '../clock.ts';
-import { ProblemError } from '../http/problem.ts';
+import { ConflictError, DomainError, ForbiddenError, InvalidError, NotFoundError } from '../errors.ts';
 import type { Db } from '../store/db.ts';
-import type { BlobStore } from '../uploads/blob-store.ts';
-import { findUpload, markRefused, markSubmitted, type UploadRow } from '../uploads/upload-repository.ts';
-import type { UploadService, UploadUrl } from '../uploads/upload-service.ts';
+import type { UploadRow, UploadService, UploadUrl } from '../uploads/upload-service.ts';
 import {
   findApp,
   findPublished,
@@ -80,8 +78,7 @@ async function refuseSubmission(
   version: string,
 ): Promise<void> {
   if (app && app.owner_id !== accountId) {
-    throw new ProblemError(
-      403,
+    throw new ForbiddenError(
       'app_owned_by_another',
       `The app id ${appId} belongs to another developer: choose another id in manifest.json.`,
     );
@@ -89,16 +86,14 @@ async function refuseSubmission(
   if (!app) return;
   const earlier = await listVersionNumbers(db, app.id);
   if (earlier.includes(version)) {
-    throw new ProblemError(
-      409,
+    throw new ConflictError(
       'version_exists',
       `${appId} ${version} was submitted already: raise the version in manifest.json.`,
     );
   }
   const highest = earlier.filter(isVersion).sort(compareVersions).at(-1);
   if (highest && compareVersions(version, highest) <= 0) {
-    throw new ProblemError(
-      409,
+    throw new ConflictError(
       'version_not_greater',
       `${appId} ${version} is not greater than ${highest}, its latest version: raise the version in manifest.json.`,
     );
@@ -122,49 +117,21 @@ export interface MiniAppService {
   reviewQueue(principal: Principal): Promise<VersionRow[]>;
 }
 
-/** An upload never submitted is deleted some time after its URL expired (the upload sweep). */
-function uploadSwept(): ProblemError {
-  return new ProblemError(
-    404,
-    'upload_not_found',
-    'This upload was deleted, unsubmitted, after its URL expired: publish again.',
-  );
-}
+export function createMiniAppService(deps: { db: Db; clock: Clock; uploads: UploadService }): MiniAppService {
+  const { db, clock, uploads } = deps;
 
-export function createMiniAppService(deps: {
-  db: Db;
-  clock: Clock;
-  blobs: BlobStore;
-  uploads: UploadService;
-}): MiniAppService {
-  const { db, clock, blobs, uploads } = deps;
-
-  /** Checks and records the submission; throws the refusal, a ProblemError. */
+  /** Checks and records the submission; throws the refusal, a DomainError. */
   async function submitStored(principal: Principal, upload: UploadRow): Promise<VersionRow> {
-    let checked: Awaited<ReturnType<typeof checkPackage>>;
-    try {
-      checked = await checkPackage(blobs.packagePath(upload.id), upload.size);
-    } catch (error) {
-      // The sweep deleted it between the look-up and the check.
-      if ((error as NodeJS.ErrnoException).code === 'ENOENT' && !(await findUpload(db, upload.id)))
-        throw uploadSwept();
-      throw error;
-    }
-    const { manifest } = checked;
+    const { manifest } = await uploads.checkStored(upload, checkPackage);
     if (upload.app_id !== null && (manifest.id !== upload.app_id || manifest.version !== upload.version)) {
-      throw new ProblemError(
-        422,
+      throw new InvalidError(
         'package_mismatch',
         `The package's manifest is ${manifest.id} ${manifest.version}, but its upload URL was asked for ${upload.app_id} ${upload.version}: publish again.`,
       );
     }
     return db.transaction(async (trx) => {
       const now = clock();
-      if (!(await markSubmitted(trx, upload.id, now))) {
-        if (await findUpload(trx, upload.id))
-          throw new ProblemError(409, 'upload_submitted', 'This upload was submitted already.');
-        throw uploadSwept();
-      }
+      await uploads.markSubmitted(trx, upload.id, now);
       // The first submission of an app id claims it for its developer.
       await insertApp(trx, {
         id: manifest.id,
@@ -206,38 +173,13 @@ export function createMiniAppService(deps: {
     },
 
     async submit(principal, uploadId) {
-      const upload = await findUpload(db, uploadId);
-      if (!upload || upload.account_id !== principal.accountId) {
-        throw new ProblemError(
-          404,
-          'upload_not_found',
-          `No upload ${uploadId} of yours exists: upload the package first.`,
-        );
-      }
-      if (!upload.stored_at) {
-        throw new ProblemError(
-          409,
-          'upload_not_received',
-          'The package has not been uploaded to its URL yet.',
-        );
-      }
-      if (upload.submitted_at)
-        throw new ProblemError(409, 'upload_submitted', 'This upload was submitted already.');
-      if (upload.refused_at) {
-        throw new ProblemError(
-          409,
-          'upload_refused',
-          'This package was refused when it was submitted, and deleted: fix it and publish again.',
-        );
-      }
+      const upload = await uploads.submittable(principal.accountId, uploadId);
       try {
         return await submitStored(principal, upload);
       } catch (error) {
         // A refused package is of no further use; nothing keeps it on disk.
-        if (error instanceof ProblemError && error.status < 500 && error.code !== 'upload_submitted') {
-          await markRefused(db, upload.id, clock());
-          await blobs.removePackage(upload.id);
-        }
+        if (error instanceof DomainError && error.code !== 'upload_submitted')
+          await uploads.refuse(upload.id);
         throw error;
       }
     },
@@ -265,11 +207,7 @@ export function createMiniAppService(deps: {
         if (app?.owner_id === principal.accountId) parties.add('owner');
         // Someone else's version is as good as absent to a developer.
         if (!version || !app || parties.size === 0) {
-          throw new ProblemError(
-            404,
-            'version_not_found',
-            `No mini-app version ${versionId} of yours exists.`,
-          );
+          throw new NotFoundError('version_not_found', `No mini-app version ${versionId} of yours exists.`);
         }
         const move = checkMove(version.review_state, to, parties, reason);
         const now = clock();
@@ -284,8 +222,7 @@ export function createMiniAppService(deps: {
               compareVersions(other.version, version.version) > 0,
           );
           if (newer) {
-            throw new ProblemError(
-              409,
+            throw new ConflictError(
               'newer_version_live',
               `${app.id} ${newer.version} is live, which is newer than ${version.version}: publish a newer version instead.`,
             );
@@ -310,7 +247,7 @@ export function createMiniAppService(deps: {
     },
 
     async reviewQueue(principal) {
-      if (!principal.isAdmin) throw new ProblemError(403, 'admins_only', 'Only admins see the review queue.');
+      if (!principal.isAdmin) throw new ForbiddenError('admins_only', 'Only admins see the review queue.');
       return listVersionsInStates(db, ['submitted', 'in_review']);
     },
   };

@@ -9,7 +9,7 @@ import { Parser, type ReadEntry } from 'tar';
 import contract from '../../../generated/openapi.json' with { type: 'json' };
 import type { components } from '../../../generated/openapi.ts';
 import { multilineTextPatternSource, textPatternSource } from '../../../generated/patterns.ts';
-import { type Problem, ProblemError } from '../http/problem.ts';
+import { type FieldError, InvalidError } from '../errors.ts';
 
 export type Manifest = components['schemas']['Manifest'];
 
@@ -71,8 +71,8 @@ const gzipMagic = [0x1f, 0x8b, 0x08];
 /**
  * Checks the package stored at `path` (`packageBytes` long): gzip, then tar, `manifest.json` at the
  * root and valid against the contract, its `entry` present, only plain files and folders at safe
- * paths, and within the limits. Stops reading at the first refusal, which it throws as a 422
- * `ProblemError`; other errors (an unreadable file) are the server's and pass through as they are.
+ * paths, and within the limits. Stops reading at the first refusal, which it throws as an
+ * `InvalidError`; other errors (an unreadable file) are the server's and pass through as they are.
  */
 export async function checkPackage(
   path: string,
@@ -539,8 +539,6 @@ function parseManifest(body: Buffer): Manifest {
   return value;
 }
 
-type FieldError = NonNullable<Problem['errors']>[number];
-
 function fieldError(error: ErrorObject): FieldError {
   const params: Record<string, unknown> = error.params;
   // ajv places these two at the object that holds the field; the developer looks for the field.
@@ -637,18 +635,18 @@ async function requireGzip(file: FileHandle): Promise<void> {
   );
 }
 
-function packageProblem(code: string, detail: string, errors?: Problem['errors']): ProblemError {
-  return new ProblemError(422, code, detail, { title: 'Invalid package', errors });
+function packageProblem(code: string, detail: string, errors?: FieldError[]): InvalidError {
+  return new InvalidError(code, detail, { title: 'Invalid package', errors });
 }
 
-function tooLarge(what: string): ProblemError {
+function tooLarge(what: string): InvalidError {
   return packageProblem(
     'too_large_unpacked',
     `The package unpacks to ${what}: leave out what the app does not need.`,
   );
 }
 
-function unsupportedEntry(path: string, type: string): ProblemError {
+function unsupportedEntry(path: string, type: string): InvalidError {
   const kinds: Record<string, string> = {
     CharacterDevice: 'a character device',
     BlockDevice: 'a block device',

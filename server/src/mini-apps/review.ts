@@ -1,9 +1,10 @@
 /**
  * The review states of a mini-app version and who may move it where (DESIGN.md §8): the one
- * place these rules live. Any other move is 409; the right move by the wrong party is 403.
+ * place these rules live. Any other move is a conflict; the right move by the wrong party is
+ * forbidden.
  */
 import type { components } from '../../../generated/openapi.ts';
-import { ProblemError } from '../http/problem.ts';
+import { ConflictError, ForbiddenError, InvalidError } from '../errors.ts';
 
 export type ReviewState = components['schemas']['ReviewState'];
 
@@ -36,7 +37,8 @@ export function findMove(from: ReviewState, to: ReviewState): ReviewMove | undef
 
 /**
  * Checks that `parties` (what the caller is for this version: admin, owner, both or neither)
- * may move it from `from` to `to`; returns the move, or throws 409, 403 or 422.
+ * may move it from `from` to `to`; returns the move, or throws a ConflictError, ForbiddenError or
+ * InvalidError (a reason missing).
  */
 export function checkMove(
   from: ReviewState,
@@ -47,19 +49,17 @@ export function checkMove(
   const move = findMove(from, to);
   if (!move) {
     const allowed = reviewMoves.filter((m) => m.from.includes(from) && m.by !== 'system').map((m) => m.to);
-    throw new ProblemError(
-      409,
+    throw new ConflictError(
       'move_not_allowed',
       `A version in ${from} cannot move to ${to}${allowed.length ? `; from ${from} it can move to ${allowed.join(', ')}` : ''}.`,
     );
   }
   if (!parties.has(move.by)) {
     const who = { admin: 'an admin', owner: "the app's developer", system: 'the service itself' }[move.by];
-    throw new ProblemError(403, 'not_your_move', `Only ${who} may move a version from ${from} to ${to}.`);
+    throw new ForbiddenError('not_your_move', `Only ${who} may move a version from ${from} to ${to}.`);
   }
   if (move.reasonRequired && !reason?.trim()) {
-    throw new ProblemError(
-      422,
+    throw new InvalidError(
       'reason_required',
       `Moving a version to ${to} needs a reason, which the developer sees.`,
     );

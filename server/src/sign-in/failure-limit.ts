@@ -1,19 +1,19 @@
 /**
  * Slows down guessing and mass sign-up. Each attempt is recorded under subjects (`key:<fingerprint>`,
  * `ip:<address>`, `email:<address>`, `signup:<address>`); a subject over its kind's limit within
- * its window gets 429 until its oldest counted attempt leaves the window. The account limit
+ * its window is refused (too many requests) until its oldest counted attempt leaves the window. The account limit
  * (`email:`) is higher than the address limit, so that one address guessing cannot lock the
  * account's owner out from everywhere. Attempts live in the SQL store, so every replica of the
  * API sees the same count.
  */
 import type { Clock } from '../clock.ts';
-import { ProblemError } from '../http/problem.ts';
+import { TooManyRequestsError } from '../errors.ts';
 import type { Db } from '../store/db.ts';
 
 interface Limit {
   max: number;
   windowMs: number;
-  /** What the 429 says was too many. */
+  /** What the refusal says was too many. */
   what: string;
 }
 
@@ -34,12 +34,12 @@ function limitOf(subject: Subject): Limit {
 }
 
 export interface FailureLimit {
-  /** Throws 429 with Retry-After when any subject is at its limit. */
+  /** Throws a TooManyRequestsError, with when to try again, when any subject is at its limit. */
   assertAllowed(subjects: Subject[]): Promise<void>;
   recordFailure(subjects: Subject[]): Promise<void>;
   /**
    * Starts an attempt: it counts as a failure from the start, so that a burst of parallel guesses
-   * cannot all pass the check before any of them is recorded; 429 when it is one too many. Call
+   * cannot all pass the check before any of them is recorded; refused when it is one too many. Call
    * the returned function when the attempt succeeds, to take it back.
    */
   begin(subjects: Subject[]): Promise<() => Promise<void>>;
@@ -61,7 +61,7 @@ export function createFailureLimit(db: Db, clock: Clock): FailureLimit {
     return rows.map((row) => String(row.id));
   }
 
-  /** 429 when any subject has `extra` more than its limit of attempts in its window. */
+  /** Refuses when any subject has `extra` more than its limit of attempts in its window. */
   async function assertUnder(subjects: Subject[], extra: number): Promise<void> {
     const now = clock().getTime();
     let refusal: { retryAfter: number; what: string } | undefined;
@@ -83,11 +83,10 @@ export function createFailureLimit(db: Db, clock: Clock): FailureLimit {
       if (!refusal || retryAfter > refusal.retryAfter) refusal = { retryAfter, what: limit.what };
     }
     if (!refusal) return;
-    throw new ProblemError(
-      429,
+    throw new TooManyRequestsError(
       'rate_limited',
       `${refusal.what}. Try again in ${refusal.retryAfter} seconds.`,
-      { headers: { 'Retry-After': String(refusal.retryAfter) } },
+      refusal.retryAfter,
     );
   }
 

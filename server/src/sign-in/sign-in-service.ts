@@ -8,7 +8,7 @@ import { loginNamespace, verifySshsig } from '@svc/ssh';
 import type { components } from '../../../generated/openapi.ts';
 import type { MintedToken, TokenService } from '../auth/token-service.ts';
 import type { Clock } from '../clock.ts';
-import { unauthorized } from '../http/problem.ts';
+import { unauthorized } from '../errors.ts';
 import { findKeyByFingerprint, touchKey } from '../ssh-keys/key-repository.ts';
 import { parseEd25519KeyLine } from '../ssh-keys/key-service.ts';
 import type { Db } from '../store/db.ts';

@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { fingerprint, parsePublicKeyLine, SshKeyError } from '@svc/ssh';
 import type { components } from '../../../generated/openapi.ts';
 import type { Clock } from '../clock.ts';
-import { ProblemError } from '../http/problem.ts';
+import { ConflictError, InvalidError, NotFoundError } from '../errors.ts';
 import type { Db } from '../store/db.ts';
 import { deleteKey, insertKey, listKeys, type SshKeyRow } from './key-repository.ts';
 
@@ -21,13 +21,13 @@ export function toApiSshKey(row: SshKeyRow): SshKey {
   };
 }
 
-/** One OpenSSH public-key line, ed25519 only; anything else is 422 with the parser's reason. */
+/** One OpenSSH public-key line, ed25519 only; anything else is invalid, with the parser's reason. */
 export function parseEd25519KeyLine(line: string) {
   try {
     const key = parsePublicKeyLine(line);
     return { ...key, fingerprint: fingerprint(key) };
   } catch (error) {
-    if (error instanceof SshKeyError) throw new ProblemError(422, error.code, error.message);
+    if (error instanceof SshKeyError) throw new InvalidError(error.code, error.message);
     throw error;
   }
 }
@@ -53,15 +53,13 @@ export function createKeyService(db: Db, clock: Clock, onRemoved: () => void): K
         created_at: clock(),
         last_used_at: null,
       });
-      if (!row)
-        throw new ProblemError(409, 'key_exists', `The key ${key.fingerprint} is registered already.`);
+      if (!row) throw new ConflictError('key_exists', `The key ${key.fingerprint} is registered already.`);
       return row;
     },
 
     async remove(accountId, keyId) {
       if (!(await deleteKey(db, accountId, keyId))) {
-        throw new ProblemError(
-          404,
+        throw new NotFoundError(
           'key_not_found',
           `No SSH key with id ${keyId} is registered to your account.`,
         );

@@ -13,7 +13,14 @@ import { pipeline } from 'node:stream/promises';
 import type { components } from '../../../generated/openapi.ts';
 import type { Clock } from '../clock.ts';
 import type { Config } from '../config.ts';
-import { ProblemError } from '../http/problem.ts';
+import {
+  ConflictError,
+  ForbiddenError,
+  InputError,
+  InvalidError,
+  NotFoundError,
+  TooLargeError,
+} from '../errors.ts';
 import type { Db } from '../store/db.ts';
 import type { BlobStore } from './blob-store.ts';
 import {
@@ -22,7 +29,9 @@ import {
   deleteAbandonedUploads,
   findUpload,
   insertUpload,
+  markRefused,
   markStored,
+  markSubmitted,
   releaseLapsedClaims,
   releaseUpload,
   renewLease,
@@ -35,6 +44,9 @@ import {
   verifyUploadSignature,
 } from './upload-signature.ts';
 
+// Services that take uploads (submit) see their rows through this service, never the repository.
+export type { UploadRow };
+
 export type UploadUrl = components['schemas']['UploadUrl'];
 export type PackageUpload = components['schemas']['PackageUpload'];
 
@@ -43,7 +55,7 @@ export const packageContentType = 'application/gzip';
 /**
  * Streams the request body through `count` into `file`. Unlike `pipeline(body, …)` it never
  * destroys the request when `count` refuses (too many bytes): the request's socket is the one
- * the 413 must go out on. A client that goes away fails the transfer instead.
+ * the refusal must go out on. A client that goes away fails the transfer instead.
  */
 async function receiveInto(body: Readable, count: Transform, file: Writable): Promise<void> {
   const gone = () => count.destroy(Object.assign(new Error('aborted'), { code: 'ECONNRESET' }));
@@ -65,8 +77,7 @@ async function receiveInto(body: Readable, count: Transform, file: Writable): Pr
 
 /** A forged, altered or rewritten upload URL: the one answer whatever part of it is wrong. */
 export const invalidUploadUrl = () =>
-  new ProblemError(
-    403,
+  new ForbiddenError(
     'invalid_upload_url',
     'This upload URL is not valid: ask for a new one (svc publish does).',
   );
@@ -92,6 +103,20 @@ export interface UploadService {
     body: Readable,
     declaredLength: string | undefined,
   ): Promise<UploadRow>;
+  /** The upload `uploadId` of `accountId`, stored and never submitted: what submit may take. */
+  submittable(accountId: string, uploadId: string): Promise<UploadRow>;
+  /**
+   * Runs `check` on the upload's stored package. An upload the sweep deleted meanwhile is not
+   * found; other errors (the package refused) pass through.
+   */
+  checkStored<T>(upload: UploadRow, check: (path: string, size: number) => Promise<T>): Promise<T>;
+  /**
+   * Marks the upload submitted `at`, within the submit's transaction `trx`; refused when another
+   * submit took it first, or the sweep deleted it.
+   */
+  markSubmitted(trx: Db, uploadId: string, at: Date): Promise<void>;
+  /** Marks the upload refused at submit and deletes its package, of no further use. */
+  refuse(uploadId: string): Promise<void>;
   /**
    * Lets go of the uploads whose receivers stopped renewing their lease (they died), and deletes
    * the partial files here that no live PUT is writing.
@@ -102,7 +127,16 @@ export interface UploadService {
 }
 
 const heldElsewhere = () =>
-  new ProblemError(409, 'upload_in_progress', 'Another upload to this URL is in progress.');
+  new ConflictError('upload_in_progress', 'Another upload to this URL is in progress.');
+
+const submittedAlready = () => new ConflictError('upload_submitted', 'This upload was submitted already.');
+
+/** An upload never submitted is deleted some time after its URL expired (the upload sweep). */
+const swept = () =>
+  new NotFoundError(
+    'upload_not_found',
+    'This upload was deleted, unsubmitted, after its URL expired: publish again.',
+  );
 
 export function createUploadService(deps: {
   db: Db;
@@ -130,8 +164,7 @@ export function createUploadService(deps: {
   return {
     async createUploadUrl(accountId, { size, sha256, app_id, version }) {
       if (size > config.maxPackageBytes) {
-        throw new ProblemError(
-          413,
+        throw new TooLargeError(
           'package_too_large',
           `The package is ${size} bytes; this service takes packages of at most ${config.maxPackageBytes} bytes.`,
         );
@@ -182,26 +215,21 @@ export function createUploadService(deps: {
       if (!upload || !signed) throw invalidUploadUrl();
       const now = clock();
       if (upload.expires_at.getTime() <= now.getTime()) {
-        throw new ProblemError(403, 'upload_url_expired', 'This upload URL has expired: ask for a new one.');
+        throw new ForbiddenError('upload_url_expired', 'This upload URL has expired: ask for a new one.');
       }
       if (upload.stored_at) {
-        throw new ProblemError(409, 'upload_used', 'This upload URL was used already: ask for a new one.');
+        throw new ConflictError('upload_used', 'This upload URL was used already: ask for a new one.');
       }
       if (declaredLength !== undefined) {
         const length = Number(declaredLength);
         if (length > upload.size) {
-          throw new ProblemError(
-            413,
+          throw new TooLargeError(
             'wrong_length',
             `This URL takes exactly ${upload.size} bytes, not ${length}.`,
           );
         }
         if (length < upload.size) {
-          throw new ProblemError(
-            400,
-            'wrong_length',
-            `This URL takes exactly ${upload.size} bytes, not ${length}.`,
-          );
+          throw new InputError('wrong_length', `This URL takes exactly ${upload.size} bytes, not ${length}.`);
         }
       }
       const claim = randomUUID();
@@ -219,6 +247,49 @@ export function createUploadService(deps: {
       receptions.add(ended);
       void ended.then(() => receptions.delete(ended));
       return reception;
+    },
+
+    async submittable(accountId, uploadId) {
+      const upload = await findUpload(db, uploadId);
+      if (!upload || upload.account_id !== accountId) {
+        throw new NotFoundError(
+          'upload_not_found',
+          `No upload ${uploadId} of yours exists: upload the package first.`,
+        );
+      }
+      if (!upload.stored_at) {
+        throw new ConflictError('upload_not_received', 'The package has not been uploaded to its URL yet.');
+      }
+      if (upload.submitted_at) throw submittedAlready();
+      if (upload.refused_at) {
+        throw new ConflictError(
+          'upload_refused',
+          'This package was refused when it was submitted, and deleted: fix it and publish again.',
+        );
+      }
+      return upload;
+    },
+
+    async checkStored(upload, check) {
+      try {
+        return await check(blobs.packagePath(upload.id), upload.size);
+      } catch (error) {
+        // The sweep deleted it between the look-up and the check.
+        if ((error as NodeJS.ErrnoException).code === 'ENOENT' && !(await findUpload(db, upload.id)))
+          throw swept();
+        throw error;
+      }
+    },
+
+    async markSubmitted(trx, uploadId, at) {
+      if (await markSubmitted(trx, uploadId, at)) return;
+      if (await findUpload(trx, uploadId)) throw submittedAlready();
+      throw swept();
+    },
+
+    async refuse(uploadId) {
+      await markRefused(db, uploadId, clock());
+      await blobs.removePackage(uploadId);
     },
 
     async sweep() {
@@ -260,11 +331,7 @@ export function createUploadService(deps: {
         received += chunk.length;
         if (received > upload.size) {
           done(
-            new ProblemError(
-              413,
-              'wrong_length',
-              `This URL takes exactly ${upload.size} bytes, and more came.`,
-            ),
+            new TooLargeError('wrong_length', `This URL takes exactly ${upload.size} bytes, and more came.`),
           );
           return;
         }
@@ -293,16 +360,14 @@ export function createUploadService(deps: {
       await Promise.all(leftovers.map((file) => blobs.discard(file.path)));
       await receiveInto(body, count, createWriteStream(partial, { flags: 'wx', mode: 0o600 }));
       if (received < upload.size) {
-        throw new ProblemError(
-          400,
+        throw new InputError(
           'wrong_length',
           `This URL takes exactly ${upload.size} bytes; ${received} came.`,
         );
       }
       const sha256 = hash.digest('hex');
       if (sha256 !== upload.sha256) {
-        throw new ProblemError(
-          422,
+        throw new InvalidError(
           'sha256_mismatch',
           `The package's sha256 is ${sha256}, not the ${upload.sha256} the URL was made for.`,
         );
