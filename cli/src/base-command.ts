@@ -5,6 +5,7 @@
 import { Command, Option, UsageError } from 'clipanion';
 import type { SvcContext } from './context.ts';
 import { CliError, ExitCode } from './errors.ts';
+import type { Session } from './session.ts';
 
 export abstract class BaseCommand extends Command<SvcContext> {
   apiUrl = Option.String('--api-url', {
@@ -13,6 +14,18 @@ export abstract class BaseCommand extends Command<SvcContext> {
 
   /** Set by `catch` when the command failed; the runner turns it into the exit code. */
   failure: number | undefined;
+
+  /**
+   * The connection to the service (`--api-url`, SVC_API_URL or where the token is from). Signed in
+   * unless `signedIn: false`: without a token for that service the command ends with exit 4
+   * before any request.
+   */
+  protected async session({ signedIn = true }: { signedIn?: boolean } = {}): Promise<Session> {
+    const { openSession, requireToken } = await import('./session.ts');
+    const session = await openSession(this.context, this.apiUrl);
+    if (signedIn) requireToken(session);
+    return session;
+  }
 
   override async catch(error: unknown): Promise<void> {
     const { stderr, env } = this.context;

@@ -31,11 +31,17 @@ function normalizeUrl(raw: string, from: string): string {
   return url.href.replace(/\/+$/, '').replace(/\/api\/v1$/, '');
 }
 
-export async function openSession(context: SvcContext, apiUrlOption: string | undefined): Promise<Session> {
-  const store = await openTokenStore({
+/** The token store in the context's home; its one-time warning goes to stderr. */
+export function openContextTokenStore(context: SvcContext): Promise<TokenStore> {
+  return openTokenStore({
     home: context.home,
     warn: (message) => context.stderr.write(`svc: ${message}\n`),
+    keyring: context.keyring,
   });
+}
+
+export async function openSession(context: SvcContext, apiUrlOption: string | undefined): Promise<Session> {
+  const store = await openContextTokenStore(context);
   const resolved = await resolveToken(context.env, store);
   // --api-url, else SVC_API_URL, else the service the stored token is for, else a local service.
   const apiUrl = apiUrlOption

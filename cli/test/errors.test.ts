@@ -6,11 +6,14 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, test } from 'vitest';
+import { runSvc } from './support/run-svc.ts';
 import { makeKey, sshKeyRecord } from './support/ssh.ts';
 import { svc, userEnv } from './support/svc.ts';
 
 // A stand-in for the service that answers each request with the reply the test sets, so that
 // the CLI's handling of every kind of answer can be shown; the real service is in e2e.test.ts.
+// The cases run inside the test process (`runSvc`); a few run the built binary (`svc`), to show
+// that its exit codes 0, 2 and 4 reach the shell.
 interface Reply {
   status: number;
   body: unknown;
@@ -75,7 +78,7 @@ describe('svc errors a person understands', () => {
     userEnv(home, { SVC_API_URL: url, SVC_TOKEN: 'svc_test_token_00000000000000', ...extra });
 
   test('when the key file is missing then the message names the path and how to make a key', async () => {
-    const run = await svc(['login', '--key', join(home, '.ssh', 'nothing_here')], env());
+    const run = await runSvc(['login', '--key', join(home, '.ssh', 'nothing_here')], env());
     assert.equal(run.code, 1);
     assert.match(run.stderr, /no SSH key at .*nothing_here/);
     assert.match(run.stderr, /ssh-keygen -t ed25519/);
@@ -83,7 +86,7 @@ describe('svc errors a person understands', () => {
 
   test('when the key is not ed25519 then it says so and how to make one', async () => {
     const rsa = makeKey(join(home, '.ssh'), 'id_rsa', { type: 'rsa' });
-    const run = await svc(['login', '--key', rsa.path], env());
+    const run = await runSvc(['login', '--key', rsa.path], env());
     assert.equal(run.code, 1);
     assert.equal(
       run.stderr,
@@ -93,14 +96,14 @@ describe('svc errors a person understands', () => {
   });
 
   test('when --key names a folder or nothing then it says what --key wants, with exit 2', async () => {
-    const folder = await svc(['login', '--key', join(home, '.ssh')], env());
+    const folder = await runSvc(['login', '--key', join(home, '.ssh')], env());
     assert.equal(folder.code, 2, folder.stderr);
     assert.match(
       folder.stderr,
       /\.ssh is a folder: pass the private key file in it, such as --key .*\.ssh\/id_ed25519/,
     );
     assert.doesNotMatch(folder.stderr, /EISDIR/);
-    const empty = await svc(['login', '--key', ''], env());
+    const empty = await runSvc(['login', '--key', ''], env());
     assert.equal(empty.code, 2, empty.stderr);
     assert.match(empty.stderr, /--key needs the path of a private key/);
   });
@@ -108,7 +111,10 @@ describe('svc errors a person understands', () => {
   test('when ssh-agent is running but the .pub beside a protected key is missing then it says the .pub is what is missing', async () => {
     const locked = makeKey(join(home, '.ssh'), 'agent_locked', { passphrase: 'secret words' });
     rmSync(`${locked.path}.pub`);
-    const run = await svc(['login', '--key', locked.path], env({ SSH_AUTH_SOCK: join(home, 'agent.sock') }));
+    const run = await runSvc(
+      ['login', '--key', locked.path],
+      env({ SSH_AUTH_SOCK: join(home, 'agent.sock') }),
+    );
     assert.equal(run.code, 1);
     assert.match(
       run.stderr,
@@ -119,10 +125,10 @@ describe('svc errors a person understands', () => {
 
   test('when the key has a passphrase and there is no terminal and no --passphrase then it says so', async () => {
     const locked = makeKey(join(home, '.ssh'), 'locked', { passphrase: 'secret words' });
-    const run = await svc(['login', '--key', locked.path], env());
+    const run = await runSvc(['login', '--key', locked.path], env());
     assert.equal(run.code, 1);
     assert.match(run.stderr, /protected by a passphrase and there is no terminal/);
-    const wrong = await svc(['login', '--key', locked.path, '--passphrase', 'nope'], env());
+    const wrong = await runSvc(['login', '--key', locked.path, '--passphrase', 'nope'], env());
     assert.match(wrong.stderr, /passphrase for .*locked is not right/);
   });
 
@@ -157,7 +163,7 @@ describe('svc errors a person understands', () => {
     ] as const) {
       reply = bad;
       paths.length = 0;
-      const run = await svc(['login', '--key', key.path], env());
+      const run = await runSvc(['login', '--key', key.path], env());
       assert.equal(run.code, 1, run.stderr);
       assert.match(run.stderr, /refusing to sign the challenge/);
       assert.match(run.stderr, expected);
@@ -166,20 +172,20 @@ describe('svc errors a person understands', () => {
   });
 
   test('when the service cannot be reached then the message names the URL', async () => {
-    const run = await svc(['whoami'], env({ SVC_API_URL: 'http://127.0.0.1:9' }));
+    const run = await runSvc(['whoami'], env({ SVC_API_URL: 'http://127.0.0.1:9' }));
     assert.equal(run.code, 1);
     assert.match(run.stderr, /cannot reach the svc service at http:\/\/127\.0\.0\.1:9/);
   });
 
   test('when the token is refused (401) then it says what to do about that token, exit 4', async () => {
     reply = problem(401, 'unauthorized', 'Your session has expired or is not valid.');
-    const fromEnv = await svc(['whoami'], env());
+    const fromEnv = await runSvc(['whoami'], env());
     assert.equal(fromEnv.code, 4);
     assert.match(fromEnv.stderr, /the token in SVC_TOKEN is not valid or has expired/);
     assert.equal(fromEnv.stdout, '');
 
     storeToken(url);
-    const stored = await svc(['whoami'], userEnv(home, { SVC_API_URL: url }));
+    const stored = await runSvc(['whoami'], userEnv(home, { SVC_API_URL: url }));
     assert.equal(stored.code, 4);
     assert.match(stored.stderr, /session has expired or is not valid: run `svc login`/);
     rmSync(join(home, '.config'), { recursive: true, force: true });
@@ -188,7 +194,7 @@ describe('svc errors a person understands', () => {
   test('when the stored token is for another service then it is not sent there, and svc says so', async () => {
     storeToken('http://127.0.0.1:18099');
     const before = seen.length;
-    const run = await svc(['whoami', '--api-url', url], userEnv(home));
+    const run = await runSvc(['whoami', '--api-url', url], userEnv(home));
     assert.equal(run.code, 4);
     assert.match(
       run.stderr,
@@ -200,9 +206,9 @@ describe('svc errors a person understands', () => {
 
   test('when --api-url is the printed API address then /api/v1 is dropped, and a bad URL is a usage error', async () => {
     reply = { status: 200, body: me };
-    const run = await svc(['whoami', '--api-url', `${url}/api/v1`], env());
+    const run = await runSvc(['whoami', '--api-url', `${url}/api/v1`], env());
     assert.equal(run.code, 0, run.stderr);
-    assert.equal((await svc(['whoami', '--api-url', 'htp://x'], env())).code, 2);
+    assert.equal((await runSvc(['whoami', '--api-url', 'htp://x'], env())).code, 2);
   });
 
   test('when there is no token at all then exit 4 before any request', async () => {
@@ -215,7 +221,7 @@ describe('svc errors a person understands', () => {
 
   test('when the tool is too old (426) then it says to run svc upgrade', async () => {
     reply = problem(426, 'upgrade_required', 'svc 5.5.0 is too old for this service: run `svc upgrade`.');
-    const run = await svc(['keys', 'list'], env());
+    const run = await runSvc(['keys', 'list'], env());
     assert.equal(run.code, 1);
     assert.match(run.stderr, /svc upgrade/);
   });
@@ -225,21 +231,21 @@ describe('svc errors a person understands', () => {
       ...problem(429, 'rate_limited', 'Too many failed sign-in attempts.'),
       headers: { 'retry-after': '17' },
     };
-    const run = await svc(['whoami'], env());
+    const run = await runSvc(['whoami'], env());
     assert.equal(run.code, 1);
     assert.match(run.stderr, /try again in 17 seconds/);
   });
 
   test('when any request is sent then it names the tool and its version', async () => {
     reply = { status: 200, body: me };
-    await svc(['whoami'], env());
+    await runSvc(['whoami'], env());
     assert.equal(seen.at(-1)?.['user-agent'], 'svc-cli/5.6.0');
     assert.equal(seen.at(-1)?.authorization, 'Bearer svc_test_token_00000000000000');
   });
 
   test('when --json is given then stdout is one JSON document and nothing else', async () => {
     reply = { status: 200, body: me };
-    const run = await svc(['whoami', '--json'], env());
+    const run = await runSvc(['whoami', '--json'], env());
     assert.equal(run.code, 0, run.stderr);
     const document = JSON.parse(run.stdout);
     assert.equal(document.account.email, 'ada@example.com');
@@ -247,14 +253,14 @@ describe('svc errors a person understands', () => {
     assert.equal(run.stdout.trim().split('\n').length, 1);
 
     reply = { status: 200, body: { keys: [] } };
-    assert.deepEqual(JSON.parse((await svc(['keys', 'list', '--json'], env())).stdout), { keys: [] });
+    assert.deepEqual(JSON.parse((await runSvc(['keys', 'list', '--json'], env())).stdout), { keys: [] });
     reply = { status: 200, body: { mini_apps: [] } };
-    assert.deepEqual(JSON.parse((await svc(['status', '--json'], env())).stdout), { mini_apps: [] });
+    assert.deepEqual(JSON.parse((await runSvc(['status', '--json'], env())).stdout), { mini_apps: [] });
   });
 
   test('when the developer has no apps then status says how to publish one', async () => {
     reply = { status: 200, body: { mini_apps: [] } };
-    const run = await svc(['status'], env());
+    const run = await runSvc(['status'], env());
     assert.equal(run.code, 0);
     assert.match(run.stdout, /no mini-apps yet: publish one with `svc publish`/);
   });
@@ -288,7 +294,7 @@ describe('svc errors a person understands', () => {
       updated_at: '2026-11-21T11:00:00Z',
     };
     reply = { status: 200, body: { mini_apps: [app] } };
-    const run = await svc(['status'], env());
+    const run = await runSvc(['status'], env());
     assert.equal(run.code, 0, run.stderr);
     assert.match(run.stdout, /^APP\s+NAME\s+LATEST\s+REVIEW\s+LIVE\s+CHANGED$/m);
     assert.match(
@@ -299,10 +305,10 @@ describe('svc errors a person understands', () => {
 
   test('when a key id or a folder is mistyped then svc says what it expected, before any request', async () => {
     const before = seen.length;
-    const id = await svc(['keys', 'remove', '1234'], env());
+    const id = await runSvc(['keys', 'remove', '1234'], env());
     assert.equal(id.code, 2);
     assert.match(id.stderr, /"1234" is not a key id: .*svc keys list/);
-    const folder = await svc(['publish', join(home, 'no-such-app')], env());
+    const folder = await runSvc(['publish', join(home, 'no-such-app')], env());
     assert.equal(folder.code, 1);
     assert.match(folder.stderr, /no-such-app is not there: pass the folder that holds manifest\.json/);
     assert.equal(seen.length, before);
@@ -311,7 +317,7 @@ describe('svc errors a person understands', () => {
   test('when the last key is removed without --yes and no terminal then exit 2, nothing is removed, and --yes is named', async () => {
     const id = '3c1e2d4f-5a6b-4c7d-8e9f-0a1b2c3d4e5f';
     reply = { status: 200, body: { keys: [sshKeyRecord(id)] } };
-    const run = await svc(['keys', 'remove', id], env());
+    const run = await runSvc(['keys', 'remove', id], env());
     assert.equal(run.code, 2, run.stderr);
     assert.match(run.stderr, /is your last key: without it `svc login` cannot work .* Run again with --yes/);
     assert.ok(!paths.includes(`DELETE /api/v1/dev/keys/${id}`), 'nothing was removed');
@@ -321,7 +327,7 @@ describe('svc errors a person understands', () => {
     const id = '3c1e2d4f-5a6b-4c7d-8e9f-0a1b2c3d4e5f';
     const key = sshKeyRecord(id);
     reply = { status: 200, body: { keys: [key] } };
-    const run = await svc(['keys', 'remove', id, '--yes'], env());
+    const run = await runSvc(['keys', 'remove', id, '--yes'], env());
     assert.equal(run.code, 0, run.stderr);
     assert.match(
       run.stderr,
@@ -332,7 +338,7 @@ describe('svc errors a person understands', () => {
 
   test('when a subcommand is left out then svc lists the keys commands, for `svc keys` and `svc keys --help`', async () => {
     for (const args of [['keys'], ['keys', '--help']]) {
-      const run = await svc(args, env());
+      const run = await runSvc(args, env());
       assert.equal(run.code, 0, run.stderr);
       assert.doesNotMatch(run.stdout + run.stderr, /Command not found/);
       for (const sub of ['list', 'add', 'remove']) assert.match(run.stdout, new RegExp(`svc keys ${sub}`));
@@ -340,31 +346,31 @@ describe('svc errors a person understands', () => {
   });
 
   test('when an option is mistyped then svc names the command once and the option meant', async () => {
-    const run = await svc(['publish', '--dryrun'], env());
+    const run = await runSvc(['publish', '--dryrun'], env());
     assert.equal(run.code, 2);
     assert.equal(
       run.stderr,
       'svc: svc publish has no option --dryrun: did you mean --dry-run? Run `svc publish --help` to see its options.\n',
     );
-    const anywhere = await svc(['--jsn'], env());
+    const anywhere = await runSvc(['--jsn'], env());
     assert.equal(anywhere.code, 2);
     assert.equal(anywhere.stderr.split('\n').filter(Boolean).length, 1, anywhere.stderr);
   });
 
   test('when a subcommand is mistyped, an argument is missing or one too many then svc says so with the command', async () => {
-    const mistyped = await svc(['keys', 'lst'], env());
+    const mistyped = await runSvc(['keys', 'lst'], env());
     assert.equal(mistyped.code, 2);
     assert.equal(
       mistyped.stderr,
       'svc: svc keys has no command "lst": did you mean svc keys list? Run `svc keys` to see its commands.\n',
     );
-    const missing = await svc(['keys', 'remove'], env());
+    const missing = await runSvc(['keys', 'remove'], env());
     assert.equal(missing.code, 2);
     assert.match(
       missing.stderr,
       /^svc: svc keys remove is missing an argument\.\n\$ svc keys remove .*<id>\n/,
     );
-    const extra = await svc(['whoami', 'please'], env());
+    const extra = await runSvc(['whoami', 'please'], env());
     assert.equal(extra.code, 2);
     assert.equal(
       extra.stderr,
@@ -374,11 +380,11 @@ describe('svc errors a person understands', () => {
   });
 
   test("when a command's help is shown then options show what value they take, never #0", async () => {
-    const help = await svc(['login', '--help'], env());
+    const help = await runSvc(['login', '--help'], env());
     assert.match(help.stdout, /--api-url <url> +The svc service/);
     assert.match(help.stdout, /--key <path> +Private key/);
     assert.doesNotMatch(help.stdout, /#0/);
-    const usage = await svc(['keys', 'add'], env());
+    const usage = await runSvc(['keys', 'add'], env());
     assert.match(usage.stderr, /\[--title <title>\]/);
     assert.doesNotMatch(usage.stderr, /#0/);
   });
@@ -396,18 +402,18 @@ describe('svc errors a person understands', () => {
     writeFileSync(join(app, 'manifest.json'), JSON.stringify(manifest));
     writeFileSync(join(app, 'index.html'), '<p>hi</p>');
     const anonymous = userEnv(home, { SVC_API_URL: url });
-    const fine = await svc(['publish', app, '--dry-run'], anonymous);
+    const fine = await runSvc(['publish', app, '--dry-run'], anonymous);
     assert.equal(fine.code, 0, fine.stderr);
     assert.match(fine.stderr, /not signed in to .*: checked against the default package limits/);
 
     for (let i = 0; i < 2001; i += 1) writeFileSync(join(app, 'many', `${i}.txt`), 'x');
-    const many = await svc(['publish', app, '--dry-run'], anonymous);
+    const many = await runSvc(['publish', app, '--dry-run'], anonymous);
     assert.equal(many.code, 1);
     assert.match(many.stderr, /it holds 2003 files, and a package may hold at most 2000/);
     rmSync(join(app, 'many'), { recursive: true });
 
     writeFileSync(join(app, 'zeros.bin'), Buffer.alloc(5_000_000));
-    const bomb = await svc(['publish', app, '--dry-run'], anonymous);
+    const bomb = await runSvc(['publish', app, '--dry-run'], anonymous);
     assert.equal(bomb.code, 1);
     assert.match(bomb.stderr, /more than 10 times the package's \d+ bytes/);
   });

@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, test } from 'vitest';
 import { call } from '../../server/test/support/http.ts';
+import { runSvc } from './support/run-svc.ts';
 import { type RunningService, startServiceProcess } from './support/service.ts';
 import { makeKey } from './support/ssh.ts';
 import { svc, userEnv } from './support/svc.ts';
@@ -24,8 +25,10 @@ describe('publishing with svc, end to end', () => {
     const manifest = JSON.parse(readFileSync(join(app, 'manifest.json'), 'utf8'));
     writeFileSync(join(app, 'manifest.json'), JSON.stringify({ ...manifest, version }, null, 2));
   };
+  // Checks and refusals run inside the test process (`runSvc`); the publishing itself runs the
+  // built binary against the service, as a developer would.
   const status = async () => {
-    const run = await svc(['status', '--json'], env);
+    const run = await runSvc(['status', '--json'], env);
     assert.equal(run.code, 0, run.stderr);
     return JSON.parse(run.stdout).mini_apps.find((a: { id: string }) => a.id === 'com.example.hello-car');
   };
@@ -130,7 +133,7 @@ describe('publishing with svc, end to end', () => {
   });
 
   test('when the same version is published twice then it is refused clearly and nothing is stored', async () => {
-    const run = await svc(['publish', app], env);
+    const run = await runSvc(['publish', app], env);
     assert.equal(run.code, 1);
     assert.match(
       run.stderr,
@@ -147,7 +150,7 @@ describe('publishing with svc, end to end', () => {
       JSON.stringify({ ...manifest, version: '2.0', network: ['http://x.example.com'] }),
     );
     try {
-      const run = await svc(['publish', app], env);
+      const run = await runSvc(['publish', app], env);
       assert.equal(run.code, 1);
       assert.match(run.stderr, /version: "2\.0" must be a semantic version/);
       assert.match(run.stderr, /network\[0\]: "http:\/\/x\.example\.com" must be an https:\/\/ origin/);
@@ -161,7 +164,7 @@ describe('publishing with svc, end to end', () => {
     const big = join(app, 'big.bin');
     writeFileSync(big, randomBytes(150_000)); // random: it does not compress
     try {
-      const run = await svc(['publish', app], env);
+      const run = await runSvc(['publish', app], env);
       assert.equal(run.code, 1);
       assert.match(run.stderr, /a package may be at most 100000 bytes/);
       assert.equal((await status()).latest_version.version, '1.1.0');
@@ -174,7 +177,7 @@ describe('publishing with svc, end to end', () => {
     const big = join(app, 'big.bin');
     writeFileSync(big, randomBytes(150_000));
     try {
-      const run = await svc(['publish', app, '--dry-run'], env);
+      const run = await runSvc(['publish', app, '--dry-run'], env);
       assert.equal(run.code, 1, run.stdout);
       assert.match(
         run.stderr,

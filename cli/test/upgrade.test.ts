@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, test } from 'vitest';
-import { classifyInstallation, UpgradeError, type UpgradeOptions, upgrade } from '../src/upgrade.ts';
+import { isGlobalInstall, UpgradeError, type UpgradeOptions, upgrade } from '../src/global-upgrade.ts';
 import { isolatedNpmEnv, type NpmRegistry, startNpmRegistry } from './support/npm-registry.ts';
 
 const execFileAsync = promisify(execFile);
@@ -92,7 +92,7 @@ describe('svc upgrade against a registry of our own, with the real npm', () => {
     assert.deepEqual(registry.tarballRequests(), []);
   });
 
-  test("when this copy sits in a project's node_modules then the project's npm install is given", async () => {
+  test("when this copy sits in a project's node_modules then it is left alone, and the global npm command is given", async () => {
     fresh();
     const project = join(root, 'project');
     const bin = join(project, 'node_modules', '@svc', 'cli', 'bin');
@@ -104,10 +104,13 @@ describe('svc upgrade against a registry of our own, with the real npm', () => {
       status: 'manual',
       from: '5.6.0',
       to: '5.7.0',
-      command: 'npm install @svc/cli@5.7.0',
-      reason: `this copy belongs to the project in ${await realpath(project)}: run the command there`,
+      command: 'npm install -g @svc/cli@5.7.0',
+      reason:
+        `this copy runs from ${await realpath(join(bin, 'svc.js'))}, outside npm's global packages ` +
+        `(${await realpath(globalPackageDir())}), and only a global npm install is upgraded in place`,
     });
     assert.deepEqual(registry.tarballRequests(), []);
+    assert.equal(await installedVersion(), '5.6.0');
   });
 
   test('when the registry cannot be reached then the error names it, quickly', async () => {
@@ -180,69 +183,39 @@ describe('svc upgrade against a registry of our own, with the real npm', () => {
   });
 });
 
-test('when the same copy is reached through the bin link or a foreign location then it is classified so', () => {
-  const isProject = (dir: string) => dir === '/home/dev/app' || dir === 'C:\\src\\app';
-  const classify = (installedAt: string, globalPrefix: string, platform: NodeJS.Platform) =>
-    classifyInstallation({ installedAt, globalPrefix, packageName, platform, isProject });
-  const table: [string, string, NodeJS.Platform, ReturnType<typeof classify>][] = [
-    ['/usr/local/lib/node_modules/@svc/cli/dist/svc.js', '/usr/local', 'linux', { kind: 'npm-global' }],
+test('when a copy lies inside the global package folder then it is the global install, and anywhere else it is not', () => {
+  const linuxGlobal = '/usr/local/lib/node_modules/@svc/cli';
+  const windowsGlobal = 'c:\\users\\dev\\appdata\\roaming\\npm\\node_modules\\@svc\\cli';
+  const table: [string, string, NodeJS.Platform, boolean][] = [
+    ['/usr/local/lib/node_modules/@svc/cli/dist/svc.js', linuxGlobal, 'linux', true],
     [
       'C:\\Users\\dev\\AppData\\Roaming\\npm\\node_modules\\@svc\\cli\\dist\\svc.js',
-      'c:\\users\\dev\\appdata\\roaming\\npm',
+      windowsGlobal,
       'win32',
-      { kind: 'npm-global' },
+      true,
     ],
-    [
-      '/home/dev/.npm/_npx/0a1b2c/node_modules/@svc/cli/dist/svc.js',
-      '/usr/local',
-      'linux',
-      { kind: 'npx', cacheDir: '/home/dev/.npm/_npx/0a1b2c' },
-    ],
-    [
-      '/home/dev/app/node_modules/@svc/cli/dist/svc.js',
-      '/usr/local',
-      'linux',
-      { kind: 'project', projectDir: '/home/dev/app' },
-    ],
-    [
-      'C:\\src\\app\\node_modules\\@svc\\cli\\dist\\svc.js',
-      'C:\\npm',
-      'win32',
-      { kind: 'project', projectDir: 'C:\\src\\app' },
-    ],
+    ['/home/dev/.npm/_npx/0a1b2c/node_modules/@svc/cli/dist/svc.js', linuxGlobal, 'linux', false],
+    ['/home/dev/app/node_modules/@svc/cli/dist/svc.js', linuxGlobal, 'linux', false],
+    ['C:\\src\\app\\node_modules\\@svc\\cli\\dist\\svc.js', windowsGlobal, 'win32', false],
     [
       '/home/dev/.nvm/versions/node/v18.20.0/lib/node_modules/@svc/cli/dist/svc.js',
-      '/home/dev/.nvm/versions/node/v20.19.0',
+      '/home/dev/.nvm/versions/node/v20.19.0/lib/node_modules/@svc/cli',
       'linux',
-      { kind: 'other-prefix', prefix: '/home/dev/.nvm/versions/node/v18.20.0' },
-    ],
-    [
-      'D:\\old-npm\\node_modules\\@svc\\cli\\dist\\svc.js',
-      'C:\\Users\\dev\\AppData\\Roaming\\npm',
-      'win32',
-      { kind: 'other-prefix', prefix: 'D:\\old-npm' },
+      false,
     ],
     [
       '/opt/homebrew/Cellar/svc/5.6.0/libexec/lib/node_modules/@svc/cli/svc.js',
-      '/opt/homebrew',
+      '/opt/homebrew/lib/node_modules/@svc/cli',
       'darwin',
-      { kind: 'homebrew' },
+      false,
     ],
-    [
-      '/home/dev/svc/cli/dist/svc.js',
-      '/usr/local',
-      'linux',
-      { kind: 'elsewhere', path: '/home/dev/svc/cli/dist/svc.js' },
-    ],
+    ['/home/dev/svc/cli/dist/svc.js', linuxGlobal, 'linux', false],
     // A copy bundled inside another global package is not the one `npm install -g` replaces.
-    [
-      '/usr/local/lib/node_modules/other/node_modules/@svc/cli/svc.js',
-      '/usr/local',
-      'linux',
-      { kind: 'elsewhere', path: '/usr/local/lib/node_modules/other/node_modules/@svc/cli/svc.js' },
-    ],
+    ['/usr/local/lib/node_modules/other/node_modules/@svc/cli/svc.js', linuxGlobal, 'linux', false],
+    // Nor is a package whose name only starts the same.
+    ['/usr/local/lib/node_modules/@svc/cli-extra/svc.js', linuxGlobal, 'linux', false],
   ];
-  for (const [installedAt, globalPrefix, platform, expected] of table) {
-    assert.deepEqual(classify(installedAt, globalPrefix, platform), expected, installedAt);
+  for (const [installedAt, packageDir, platform, expected] of table) {
+    assert.equal(isGlobalInstall(installedAt, packageDir, platform), expected, installedAt);
   }
 });

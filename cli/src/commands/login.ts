@@ -33,10 +33,10 @@ export class LoginCommand extends BaseCommand {
       );
       return 0;
     }
-    const { openSession } = await import('../session.ts');
-    const { login } = await import('../login.ts');
-    const session = await openSession(this.context, this.apiUrl);
-    const result = await login(session, { keyPath: this.key, passphrase: this.passphrase }, this.context);
+    const { signIn } = await import('../sign-in.ts');
+    // Not signed in yet, or signed in elsewhere: that is what login is for.
+    const session = await this.session({ signedIn: false });
+    const result = await signIn(session, { keyPath: this.key, passphrase: this.passphrase }, this.context);
     stdout.write(`Signed in to ${result.apiUrl} as ${result.email}\n`);
     stderr.write(
       `  key ${result.keyFingerprint} (${result.keyPath}, via ${result.via}); token stored in the ${result.store === 'keyring' ? 'credential store' : 'config file'}, valid until ${result.expiresAt}\n`,

@@ -13,12 +13,9 @@ export class LogoutCommand extends BaseCommand {
   });
 
   async execute(): Promise<number> {
-    const { openTokenStore } = await import('../token-store.ts');
+    const { openContextTokenStore } = await import('../session.ts');
     const { stdout, stderr, env } = this.context;
-    const store = await openTokenStore({
-      home: this.context.home,
-      warn: (message) => stderr.write(`svc: ${message}\n`),
-    });
+    const store = await openContextTokenStore(this.context);
     const removed = await store.remove();
     stdout.write(
       removed ? 'Signed out: the local token is removed.\n' : 'No token was stored on this machine.\n',

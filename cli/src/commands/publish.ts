@@ -27,10 +27,10 @@ export class PublishCommand extends DataCommand {
     if (this.dryRun) {
       const { preparePackage } = await import('../publish/publish.ts');
       const { checkLimits, dryRunLimits } = await import('../publish/limits.ts');
-      const { openSession } = await import('../session.ts');
       const { summary, packed } = await preparePackage(dir);
       await packed.remove();
-      const { limits, note } = await dryRunLimits(await openSession(this.context, this.apiUrl));
+      // Signed in or not: without a session the contract's default limits stand in.
+      const { limits, note } = await dryRunLimits(await this.session({ signedIn: false }));
       if (note) this.context.stderr.write(`svc: ${note}\n`);
       checkLimits(summary, limits);
       if (this.json) {
@@ -45,9 +45,8 @@ export class PublishCommand extends DataCommand {
       );
       return 0;
     }
-    const { openSession } = await import('../session.ts');
     const { publish } = await import('../publish/publish.ts');
-    const session = await openSession(this.context, this.apiUrl);
+    const session = await this.session();
     const { summary, version } = await publish(session, dir, this.context);
     if (this.json) {
       stdout.write(

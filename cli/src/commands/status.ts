@@ -13,10 +13,9 @@ export class StatusCommand extends DataCommand {
   });
 
   async execute(): Promise<number> {
-    const { expectOk, openSession, requireToken } = await import('../session.ts');
+    const { expectOk } = await import('../session.ts');
     const { formatTable } = await import('../table.ts');
-    const session = await openSession(this.context, this.apiUrl);
-    requireToken(session);
+    const session = await this.session();
     const { mini_apps: apps } = await expectOk(session, session.client.GET('/api/v1/mini-apps/mine'));
     if (this.json) {
       this.context.stdout.write(`${JSON.stringify({ mini_apps: apps })}\n`);

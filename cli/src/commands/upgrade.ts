@@ -7,13 +7,13 @@ export class UpgradeCommand extends BaseCommand {
   static override usage = Command.Usage({
     description: 'install the newest svc from your npm registry',
     details: `
-      Asks your npm for the newest \`@svc/cli\` and installs it the way this copy was installed (a global npm install). Where that cannot be known, prints the exact command to run instead.
+      Asks your npm for the newest \`@svc/cli\` and, when this copy is a global npm install, installs it over this copy. Any other copy (a project's, npx's, a checkout) is left alone: svc prints the exact command to run instead.
     `,
     examples: [['Upgrade', 'svc upgrade']],
   });
 
   async execute(): Promise<number> {
-    const { upgrade, UpgradeError } = await import('../upgrade.ts');
+    const { upgrade, UpgradeError } = await import('../global-upgrade.ts');
     const { cliVersion } = await import('../version.ts');
     const { CliError } = await import('../errors.ts');
     const { stdout, stderr, env } = this.context;

@@ -13,9 +13,8 @@ export class WhoamiCommand extends DataCommand {
   });
 
   async execute(): Promise<number> {
-    const { expectOk, openSession, requireToken } = await import('../session.ts');
-    const session = await openSession(this.context, this.apiUrl);
-    requireToken(session);
+    const { expectOk } = await import('../session.ts');
+    const session = await this.session();
     const me = await expectOk(session, session.client.GET('/api/v1/dev/me'));
     const source = session.token?.source ?? 'keyring';
     if (this.json) {

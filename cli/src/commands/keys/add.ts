@@ -20,9 +20,8 @@ export class KeysAddCommand extends BaseCommand {
 
   async execute(): Promise<number> {
     const { readPublicKeyFile } = await import('../../key-files.ts');
-    const { expectOk, openSession, requireToken } = await import('../../session.ts');
-    const session = await openSession(this.context, this.apiUrl);
-    requireToken(session);
+    const { expectOk } = await import('../../session.ts');
+    const session = await this.session();
     const publicKey = readPublicKeyFile(this.publicKeyPath, this.context.home);
     const key = await expectOk(
       session,

@@ -14,10 +14,9 @@ export class KeysListCommand extends DataCommand {
   });
 
   async execute(): Promise<number> {
-    const { expectOk, openSession, requireToken } = await import('../../session.ts');
+    const { expectOk } = await import('../../session.ts');
     const { formatTable } = await import('../../table.ts');
-    const session = await openSession(this.context, this.apiUrl);
-    requireToken(session);
+    const session = await this.session();
     const { keys } = await expectOk(session, session.client.GET('/api/v1/dev/keys'));
     if (this.json) {
       this.context.stdout.write(`${JSON.stringify({ keys })}\n`);

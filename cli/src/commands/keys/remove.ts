@@ -1,6 +1,10 @@
 import { Command, Option } from 'clipanion';
+import * as t from 'typanion';
 import { BaseCommand } from '../../base-command.ts';
 import { CliError, ExitCode } from '../../errors.ts';
+
+/** The service names keys by UUID v4, as `svc keys list` shows them. */
+const isKeyId = t.isUUID4();
 
 const howToGetBackIn =
   'To sign in again, register a new public key through the account API (the README\'s "Your first key"), then run `svc login`.';
@@ -28,15 +32,16 @@ export class KeysRemoveCommand extends BaseCommand {
   id = Option.String({ name: 'id' });
 
   async execute(): Promise<number> {
-    if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(this.id)) {
+    // Checked here, not as clipanion's `validator`: its refusal ("Invalid value for id: Expected to
+    // be a valid UUID v4") cannot say where ids are found.
+    if (!isKeyId(this.id)) {
       throw new CliError(
         `"${this.id}" is not a key id: ids look like 3c1e2d4f-5a6b-4c7d-8e9f-0a1b2c3d4e5f (see \`svc keys list\`).`,
         ExitCode.usage,
       );
     }
-    const { expectOk, openSession, requireToken } = await import('../../session.ts');
-    const session = await openSession(this.context, this.apiUrl);
-    requireToken(session);
+    const { expectOk } = await import('../../session.ts');
+    const session = await this.session();
     // Asked before the removal: removing the key this session came from ends the session too.
     const { keys } = await expectOk(session, session.client.GET('/api/v1/dev/keys'));
     const last = keys.length === 1 && keys[0]?.id === this.id;

@@ -1,6 +1,8 @@
-/** `svc upgrade` without the command: find the newest release with the user's npm and install it as this copy was. */
+/**
+ * `svc upgrade` without the command: find the newest release with the user's npm, and install it
+ * over this copy when this copy is npm's global install; for any other copy, say the command.
+ */
 import { execFile } from 'node:child_process';
-import { existsSync } from 'node:fs';
 import { readFile, realpath } from 'node:fs/promises';
 import { basename, dirname, join, posix, resolve, win32 } from 'node:path';
 import { promisify } from 'node:util';
@@ -13,7 +15,7 @@ export interface UpgradeOptions {
   packageName: string;
   /** This copy's version, e.g. `5.6.0`. */
   currentVersion: string;
-  /** Where this copy of the CLI runs from (the bundle's file path); decides how it was installed. */
+  /** Where this copy of the CLI runs from (the bundle's file path): upgraded in place only inside npm's global packages. */
   installedAt: string;
   /** npm runs with it, so its config applies: npm_config_registry, npm_config_prefix, HOME/.npmrc. */
   env: NodeJS.ProcessEnv;
@@ -57,25 +59,23 @@ export async function upgrade(options: UpgradeOptions): Promise<UpgradeResult> {
   // Never "upgrade" a pre-release or a newer build back down to what `latest` names.
   if (compareVersions(newest, currentVersion) <= 0) return { status: 'up-to-date', version: currentVersion };
 
+  const spec = `${packageName}@${newest}`;
+  const command = `npm install -g ${spec}`;
   const platform = process.platform;
-  const installation = classifyInstallation({
-    installedAt: await realpathOfNearest(options.installedAt),
-    globalPrefix: await realpathOfNearest(globalPrefix),
-    packageName,
-    platform,
-    isProject: (dir) => existsSync(join(dir, 'package.json')),
-  });
-  if (installation.kind !== 'npm-global') {
+  const installedAt = await realpathOfNearest(options.installedAt);
+  const packageDir = globalPackageDir(await realpathOfNearest(globalPrefix), packageName, platform);
+  if (!isGlobalInstall(installedAt, packageDir, platform)) {
     return {
       status: 'manual',
       from: currentVersion,
       to: newest,
-      ...manualUpgrade(installation, packageName, newest),
+      command,
+      reason:
+        `this copy runs from ${installedAt}, outside npm's global packages (${packageDir}), and only ` +
+        'a global npm install is upgraded in place',
     };
   }
 
-  const spec = `${packageName}@${newest}`;
-  const command = `npm install -g ${spec}`;
   options.log(`installing ${spec} with npm install -g (global prefix ${globalPrefix})`);
   try {
     await npm.run(['install', '--global', spec]);
@@ -85,7 +85,7 @@ export async function upgrade(options: UpgradeOptions): Promise<UpgradeResult> {
     throw new UpgradeError(message, { command, npmOutput: output });
   }
 
-  const manifestPath = join(globalModules(globalPrefix, platform), ...packageName.split('/'), 'package.json');
+  const manifestPath = join(globalPackageDir(globalPrefix, packageName, platform), 'package.json');
   const installed = await readInstalledVersion(manifestPath);
   if (installed !== newest) {
     throw new UpgradeError(
@@ -235,114 +235,23 @@ async function readInstalledVersion(manifestPath: string): Promise<string | unde
 
 // ---- where this copy lives ----
 
-export type Installation =
-  | { kind: 'npm-global' }
-  | { kind: 'other-prefix'; prefix: string }
-  | { kind: 'npx'; cacheDir: string }
-  | { kind: 'project'; projectDir: string }
-  | { kind: 'homebrew' }
-  | { kind: 'elsewhere'; path: string };
-
-/** npm's global packages folder: `<prefix>/lib/node_modules`, but `<prefix>\node_modules` on Windows. */
-function globalModules(prefix: string, platform: NodeJS.Platform): string {
+/** Where `npm install -g` puts the package: `<prefix>/lib/node_modules/…`, `<prefix>\\node_modules\\…` on Windows. */
+function globalPackageDir(prefix: string, packageName: string, platform: NodeJS.Platform): string {
   return platform === 'win32'
-    ? win32.join(prefix, 'node_modules')
-    : posix.join(prefix, 'lib', 'node_modules');
+    ? win32.join(prefix, 'node_modules', ...packageName.split('/'))
+    : posix.join(prefix, 'lib', 'node_modules', ...packageName.split('/'));
 }
 
 /**
- * How this copy was installed, from real paths (symlinks resolved: the `bin/svc` link and the package it
- * points into must agree). Only an install into the prefix the user's npm installs into now can be
- * upgraded in place; any other copy would stay first on PATH or be overwritten by its own manager.
+ * Whether this copy is the one `npm install -g` replaces, from real paths (symlinks resolved: the
+ * `bin/svc` link and the package it points into must agree). Any other copy (a project's, npx's,
+ * another prefix's, Homebrew's, a checkout) would stay first on PATH or be overwritten by its own
+ * manager, so it is not touched.
  */
-export function classifyInstallation(input: {
-  installedAt: string;
-  globalPrefix: string;
-  packageName: string;
-  platform: NodeJS.Platform;
-  isProject(dir: string): boolean;
-}): Installation {
-  const path = input.platform === 'win32' ? win32 : posix;
-  const packageDir = path.join(
-    globalModules(input.globalPrefix, input.platform),
-    ...input.packageName.split('/'),
-  );
-  if (isInside(path, input.installedAt, packageDir, input.platform)) return { kind: 'npm-global' };
-
-  const parts = input.installedAt.split(/[\\/]/);
-  const npx = parts.indexOf('_npx');
-  if (npx >= 0 && parts.includes('node_modules', npx)) {
-    return { kind: 'npx', cacheDir: parts.slice(0, npx + 2).join(path.sep) };
-  }
-  if (parts.includes('Cellar')) return { kind: 'homebrew' };
-
-  const modules = parts.indexOf('node_modules');
-  if (modules > 0) {
-    const root = parts.slice(0, modules).join(path.sep) || path.sep;
-    if (input.isProject(root)) return { kind: 'project', projectDir: root };
-    // Not a project, so a node_modules of some other npm prefix (another Node version's, an old setting).
-    const prefix =
-      input.platform === 'win32' ? root : path.basename(root) === 'lib' ? path.dirname(root) : undefined;
-    if (prefix !== undefined && !samePath(prefix, input.globalPrefix, input.platform)) {
-      return { kind: 'other-prefix', prefix };
-    }
-  }
-  return { kind: 'elsewhere', path: input.installedAt };
-}
-
-function manualUpgrade(
-  installation: Exclude<Installation, { kind: 'npm-global' }>,
-  packageName: string,
-  version: string,
-): { command: string; reason: string } {
-  const spec = `${packageName}@${version}`;
-  const global = `npm install -g ${spec}`;
-  switch (installation.kind) {
-    case 'project':
-      return {
-        command: `npm install ${spec}`,
-        reason: `this copy belongs to the project in ${installation.projectDir}: run the command there`,
-      };
-    case 'npx':
-      return {
-        command: global,
-        reason:
-          `this copy runs from npx's cache (${installation.cacheDir}), which npx refills by itself: ` +
-          `install it for good with the command, or run npx ${packageName}@latest`,
-      };
-    case 'other-prefix':
-      return {
-        command: global,
-        reason:
-          `this copy is installed under the npm prefix ${installation.prefix}, but your npm installs global ` +
-          `packages elsewhere: after the command, remove the old copy (npm uninstall -g --prefix ` +
-          `${installation.prefix} ${packageName}) so that the new one is found on PATH`,
-      };
-    case 'homebrew':
-      return {
-        command: global,
-        reason:
-          'this copy was installed by Homebrew: upgrade it with brew, or brew uninstall it and run the command',
-      };
-    case 'elsewhere':
-      return {
-        command: global,
-        reason:
-          `this copy runs from ${installation.path}, outside npm's global packages, so it cannot be replaced ` +
-          'in place (a source checkout updates with git): the command installs the release with npm',
-      };
-  }
-}
-
-function samePath(a: string, b: string, platform: NodeJS.Platform): boolean {
+export function isGlobalInstall(installedAt: string, packageDir: string, platform: NodeJS.Platform): boolean {
   const path = platform === 'win32' ? win32 : posix;
-  const normal = (p: string) => path.resolve(p).replace(/[\\/]+$/, '');
-  return platform === 'win32' ? normal(a).toLowerCase() === normal(b).toLowerCase() : normal(a) === normal(b);
-}
-
-function isInside(path: typeof posix, child: string, parent: string, platform: NodeJS.Platform): boolean {
   const fold = (p: string) => (platform === 'win32' ? p.toLowerCase() : p);
-  const relative = path.relative(fold(parent), fold(child));
+  const relative = path.relative(fold(packageDir), fold(installedAt));
   return relative === '' || (relative.split(path.sep)[0] !== '..' && !path.isAbsolute(relative));
 }
 
