@@ -25,7 +25,7 @@ export class PublishCommand extends DataCommand {
     const { stdout } = this.context;
     const dir = this.dir ?? '.';
     if (this.dryRun) {
-      const { preparePackage } = await import('../publish/publish.ts');
+      const { preparePackage } = await import('../publish/publish-steps.ts');
       const { checkLimits, dryRunLimits } = await import('../publish/limits.ts');
       const { openSession } = await import('../session.ts');
       const { summary, packed } = await preparePackage(dir);
@@ -46,7 +46,7 @@ export class PublishCommand extends DataCommand {
       return 0;
     }
     const { openSession } = await import('../session.ts');
-    const { publish } = await import('../publish/publish.ts');
+    const { publish } = await import('../publish/publish-steps.ts');
     const session = await openSession(this.context, this.apiUrl);
     const { summary, version } = await publish(session, dir, this.context);
     if (this.json) {
