@@ -22,6 +22,9 @@ export async function buildCli(): Promise<void> {
     target: 'node20',
     // A native module: installed from its platform package, never bundled.
     external: ['@napi-rs/keyring'],
+    // jsonc-parser's `main` is a UMD build that loads its parts with a require() esbuild cannot
+    // follow; its ES module build bundles as any other.
+    alias: { 'jsonc-parser': 'jsonc-parser/lib/esm/main.js' },
     // Bundled CommonJS dependencies may still call require().
     banner: {
       js: "import { createRequire as __svcCreateRequire } from 'node:module'; const require = __svcCreateRequire(import.meta.url);",

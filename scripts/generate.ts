@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { jsonBanner, jsonBannerKey } from './codegen/banner.ts';
 import { generateBrands } from './codegen/brands.ts';
+import { generateManifestValidator, generateManifestValidatorTypes } from './codegen/manifest-validator.ts';
 import { generateMqtt } from './codegen/mqtt.ts';
 import { bundleOpenApi } from './codegen/openapi-bundle.ts';
 import { generateOpenApiTypes } from './codegen/openapi-types.ts';
@@ -24,6 +25,8 @@ export async function renderGenerated(root: string): Promise<Record<string, stri
     'routes.ts': generateRoutes(doc),
     'brands.ts': generateBrands(doc),
     'patterns.ts': generatePatterns(doc),
+    'manifest-validator.cjs': generateManifestValidator(doc),
+    'manifest-validator.d.cts': generateManifestValidatorTypes(),
     'mqtt.ts': await generateMqtt(join(root, 'asyncapi/asyncapi.yaml')),
   };
 }

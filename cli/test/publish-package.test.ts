@@ -6,6 +6,7 @@ import { createWriteStream } from 'node:fs';
 import {
   chmod,
   chown,
+  cp,
   mkdir,
   mkdtemp,
   readFile,
@@ -28,7 +29,14 @@ import {
   ManifestError,
   readManifest,
 } from '../src/publish/manifest.ts';
-import { gzipOsByte, listPackageFiles, type PackageFile, packPackage } from '../src/publish/pack.ts';
+import {
+  gzipOsByte,
+  listPackageFiles,
+  type PackageFile,
+  packageFiles,
+  packPackage,
+  walkPackageFolder,
+} from '../src/publish/pack.ts';
 
 const validManifest: Manifest = {
   id: 'com.example.hello-car',
@@ -393,6 +401,83 @@ describe('package files', () => {
       (await listPackageFiles(dir)).map((file) => file.path),
       ['.svcignore', 'manifest.json', 'tmp/keep.txt'],
     );
+  });
+
+  test('when .svcignore uses negation, ** and anchoring then it leaves out exactly what git would', async () => {
+    const svcignore = [
+      '/dist', // anchored: the root's dist only
+      '*.map',
+      '!vendor/*.map', // negation of an earlier line
+      'a/**/b.txt', // ** as zero or more folders
+      '**/tmp/**', // everything inside any tmp, not tmp itself
+      '!**/tmp/keep.txt',
+      'docs/*.md', // a middle / anchors too: docs/deep/c.md stays
+      'trailing\\ ', // an escaped trailing space is part of the name
+    ].join('\n');
+    const dir = await folder({
+      'manifest.json': '{}',
+      '.svcignore': svcignore,
+      'dist/app.js': 'x',
+      'src/dist/app.js': 'x',
+      'app.js.map': 'x',
+      'vendor/lib.js.map': 'x',
+      'vendor/deep/lib.js.map': 'x',
+      'a/b.txt': 'x',
+      'a/x/y/b.txt': 'x',
+      'b.txt': 'x',
+      'tmp/drop.txt': 'x',
+      'src/tmp/drop.txt': 'x',
+      'src/tmp/keep.txt': 'x',
+      'docs/a.md': 'x',
+      'docs/deep/c.md': 'x',
+      'trailing ': 'x',
+      trailing: 'x',
+    });
+    const packed = (await listPackageFiles(dir)).map((file) => file.path);
+    assert.deepEqual(packed, [
+      '.svcignore',
+      'b.txt',
+      'docs/deep/c.md',
+      'manifest.json',
+      'src/dist/app.js',
+      'src/tmp/keep.txt',
+      'trailing',
+      'vendor/lib.js.map',
+    ]);
+    // git itself, given the same lines as a .gitignore, keeps the same files.
+    const repo = await folder({ '.gitignore': svcignore });
+    await cp(dir, repo, { recursive: true });
+    await rm(join(repo, '.svcignore'));
+    execFileSync('git', ['init', '-q'], { cwd: repo });
+    const byGit = execFileSync('git', ['ls-files', '--others', '--exclude-standard', '-z'], {
+      cwd: repo,
+      encoding: 'utf8',
+    })
+      .split('\0')
+      .filter((path) => path !== '' && path !== '.gitignore')
+      .sort();
+    assert.deepEqual(
+      byGit,
+      packed.filter((path) => path !== '.svcignore'),
+    );
+  });
+
+  test('when the folder changes after it was walked then the manifest check and the packing both go by the walk', async () => {
+    const dir = await folder({
+      'manifest.json': JSON.stringify({ ...validManifest, entry: 'app/index.html' }),
+      'app/index.html': 'x',
+      'index.html': 'x',
+    });
+    const walked = walkPackageFolder(dir);
+    // Read once: leaving out app/ now changes neither the entry check nor the files packed.
+    await writeFile(join(dir, '.svcignore'), 'app/\n');
+    await writeFile(join(dir, 'late.txt'), 'x');
+    assert.deepEqual(checkManifest(dir, walked).problems, []);
+    assert.deepEqual(
+      packageFiles(walked).map((file) => file.path),
+      ['app/index.html', 'index.html', 'manifest.json'],
+    );
+    assertOneProblem(dir, /"app\/index\.html" is left out of the package: \.svcignore line 1/);
   });
 
   test('when files are listed then paths are POSIX, sorted by bytes, with their sizes', async () => {

@@ -231,6 +231,18 @@ describe('package check', () => {
       );
     });
 
+    test('then network origins svc would refuse (capitals, the default port, one origin twice) are refused, naming each', async () => {
+      const network = ['https://api.example.com', 'https://API.example.com', 'https://b.example:443'];
+      const body = JSON.stringify({ ...manifest, network });
+      const problem = await refusal(handWritten([{ path: 'manifest.json', body }]));
+      assert.equal(problem.code, 'manifest_invalid');
+      assert.deepEqual(
+        problem.errors?.map((error) => error.path),
+        ['/manifest/network/1', '/manifest/network/2'],
+      );
+      assert.match(problem.errors?.[1]?.message ?? '', /reads as "https:\/\/b\.example": write it that way/);
+    });
+
     test('then an entry that is not in the package, or is a folder, is refused as entry_missing', async () => {
       const missing = await refusal(systemTar('-C', appFolder({ 'manifest.json': manifestJson }), '.'));
       assert.equal(missing.code, 'entry_missing');

@@ -25,7 +25,7 @@ export class PublishCommand extends DataCommand {
     const { stdout } = this.context;
     const dir = this.dir ?? '.';
     if (this.dryRun) {
-      const { preparePackage } = await import('../publish/publish.ts');
+      const { preparePackage } = await import('../publish/publish-steps.ts');
       const { checkLimits, dryRunLimits } = await import('../publish/limits.ts');
       const { summary, packed } = await preparePackage(dir);
       await packed.remove();
@@ -45,7 +45,7 @@ export class PublishCommand extends DataCommand {
       );
       return 0;
     }
-    const { publish } = await import('../publish/publish.ts');
+    const { publish } = await import('../publish/publish-steps.ts');
     const session = await this.session();
     const { summary, version } = await publish(session, dir, this.context);
     if (this.json) {

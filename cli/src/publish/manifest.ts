@@ -1,14 +1,21 @@
 /** `manifest.json` of a mini-app folder: checked against the contract's Manifest schema and the folder, field by field. */
-import { lstatSync, readdirSync, readFileSync } from 'node:fs';
+import { lstatSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import {
+  checkManifestSchema,
+  checkNetwork,
+  entryPathFault,
+  type Manifest,
+  manifestFileName,
+  showValue as show,
+} from '@svc/manifest';
 import { describeUnstorableText, findUnstorableText } from '@svc/sdk';
-import { Ajv2020, type ErrorObject, type ValidateFunction } from 'ajv/dist/2020.js';
-import contract from '../../../generated/openapi.json' with { type: 'json' };
-import type { components } from '../../../generated/openapi.ts';
+import type { ErrorObject } from 'ajv';
+import { type ParseError, parse as parseJsonc, printParseErrorCode } from 'jsonc-parser';
 import { CliError } from '../errors.ts';
-import { leftOutBy, manifestFileName, readPackageIgnore } from './pack.ts';
+import { type PackageFolder, walkPackageFolder } from './pack.ts';
 
-export type Manifest = components['schemas']['Manifest'];
+export type { Manifest };
 
 /** One thing wrong with the manifest; `field` is unset when the file as a whole is wrong. */
 export interface ManifestProblem {
@@ -41,10 +48,6 @@ const fieldOrder = ['id', 'name', 'version', 'entry', 'network', 'brands'];
 /** Far beyond what the schema's limits allow, and small enough to read at once. */
 const maxManifestBytes = 1024 * 1024;
 
-const maxEchoedLength = 80;
-
-const originRule = 'must be an https:// origin with no path, query, wildcard or credentials';
-
 const whatIsMissing: Record<string, string> = {
   id: 'the app id in reverse-DNS form, such as "com.example.hello-car"',
   name: 'the name people see, such as "Hello Car"',
@@ -57,8 +60,10 @@ const whatIsMissing: Record<string, string> = {
  * Reads and checks `manifest.json` in `dir`: the contract's Manifest schema, then what the schema
  * cannot say (each `network` origin is exactly `https://host[:port]` as a browser writes it, with
  * no duplicates; `entry` is a packed file inside the folder). Problems come in field order.
+ * `folder` is the walk of `dir` the packing goes by; without one, `dir` is walked when `entry`
+ * needs looking up.
  */
-export function checkManifest(dir: string): ManifestCheck {
+export function checkManifest(dir: string, folder?: PackageFolder): ManifestCheck {
   const read = readManifestJson(dir);
   if ('problem' in read) return { manifest: undefined, problems: [read.problem] };
   const value = read.value;
@@ -69,8 +74,7 @@ export function checkManifest(dir: string): ManifestCheck {
     return { manifest: undefined, problems: [{ field, message: describeUnstorableText(unstorable) }] };
   }
   const problems: ManifestProblem[] = [];
-  const validate = manifestValidator();
-  const schemaErrors = validate(value) ? [] : (validate.errors ?? []);
+  const schemaErrors = checkManifestSchema(value).errors;
   const flaggedOrigins = new Set<number>();
   for (const error of schemaErrors) {
     const path = pointerSegments(error.instancePath);
@@ -84,9 +88,14 @@ export function checkManifest(dir: string): ManifestCheck {
   }
   if (isObject(value)) {
     const fieldsWithErrors = new Set(schemaErrors.map((error) => pointerSegments(error.instancePath)[0]));
-    if (Array.isArray(value.network)) problems.push(...checkNetwork(value.network, flaggedOrigins));
+    if (Array.isArray(value.network)) {
+      for (const { index, message } of checkNetwork(value.network, flaggedOrigins)) {
+        problems.push({ field: `network[${index}]`, message });
+      }
+    }
     if (typeof value.entry === 'string' && !fieldsWithErrors.has('entry')) {
-      const problem = checkEntry(dir, value.entry);
+      const problem =
+        entryPathFault(value.entry) ?? checkEntry(folder ?? walkPackageFolder(dir), value.entry);
       if (problem) problems.push({ field: 'entry', message: problem });
     }
   }
@@ -95,8 +104,8 @@ export function checkManifest(dir: string): ManifestCheck {
 }
 
 /** The manifest of `dir`, or a ManifestError listing every problem. */
-export function readManifest(dir: string): Manifest {
-  const check = checkManifest(dir);
+export function readManifest(dir: string, folder?: PackageFolder): Manifest {
+  const check = checkManifest(dir, folder);
   if (check.manifest === undefined) throw new ManifestError(dir, check.problems);
   return check.manifest;
 }
@@ -106,21 +115,6 @@ export function formatManifestProblem(problem: ManifestProblem): string {
   return problem.field === undefined
     ? `${manifestFileName}: ${problem.message}`
     : `${manifestFileName}: ${problem.field}: ${problem.message}`;
-}
-
-let compiled: ValidateFunction | undefined;
-
-/**
- * The contract's Manifest schema, compiled once. The component schemas ride along under their
- * contract path so that `$ref: '#/components/schemas/Brand'` resolves as it does in the contract.
- * `strictSchema` is off because the contract carries OpenAPI's own keywords (`x-native-id-patterns`).
- */
-function manifestValidator(): ValidateFunction {
-  compiled ??= new Ajv2020({ allErrors: true, verbose: true, strictSchema: false }).compile({
-    $ref: '#/components/schemas/Manifest',
-    components: { schemas: contract.components.schemas },
-  });
-  return compiled;
 }
 
 function readManifestJson(dir: string): { value: unknown } | { problem: ManifestProblem } {
@@ -156,7 +150,7 @@ function readManifestJson(dir: string): { value: unknown } | { problem: Manifest
   try {
     return { value: JSON.parse(text) };
   } catch (error) {
-    // Node 20 does not always say where the JSON goes wrong, so find the place ourselves.
+    // Node 20 does not always say where the JSON goes wrong; jsonc-parser does.
     const found = findJsonSyntaxError(text);
     if (found === undefined) return fileProblem(`is not valid JSON: ${(error as Error).message}`);
     const { line, column } = lineAndColumn(text, found.offset);
@@ -263,124 +257,46 @@ function explainPattern(field: string | undefined, value: string): string {
 }
 
 /**
- * The schema's pattern admits `https://host[:port]`; a browser's `Origin` is stricter, and the host
- * compares origins as strings, so each must read back from `new URL()` exactly as written.
+ * Why `entry` does not name a packed file of the walked folder, or undefined. Its case must match
+ * the folder's: the host looks it up in the package, where names are case-sensitive.
  */
-function checkNetwork(network: readonly unknown[], flagged: ReadonlySet<number>): ManifestProblem[] {
-  const problems: ManifestProblem[] = [];
-  const firstIndexOf = new Map<string, number>();
-  network.forEach((item, index) => {
-    if (typeof item !== 'string') return;
-    const faults = originFaults(item);
-    if (faults.length === 0 && flagged.has(index)) {
-      faults.push('its host may hold only letters, digits, "." and "-"');
-    }
-    const key = originKey(item);
-    const earlier = firstIndexOf.get(key);
-    if (earlier === undefined) firstIndexOf.set(key, index);
-    const shown = show(redactCredentials(item));
-    let message: string | undefined;
-    if (faults.length > 0) {
-      if (earlier !== undefined) faults.push(`and network[${earlier}] is the same origin`);
-      message = `${shown} ${originRule}: ${faults.join('; ')}`;
-    } else if (earlier !== undefined) {
-      const same = network[earlier] === item ? 'is listed twice' : 'is the same origin';
-      message = `${shown} ${same} (also as network[${earlier}]): list each origin once`;
-    }
-    if (message !== undefined) problems.push({ field: `network[${index}]`, message });
-  });
-  return problems;
-}
-
-function originFaults(origin: string): string[] {
-  if (origin.includes('*')) return ['it has a wildcard: list each origin in full'];
-  if (!/^[a-z][a-z0-9+.-]*:/i.test(origin)) return [`it has no scheme: write "https://${origin}"`];
-  let url: URL;
-  try {
-    url = new URL(origin);
-  } catch {
-    return ['it is not a URL'];
-  }
-  const faults: string[] = [];
-  if (url.protocol !== 'https:') faults.push(`it uses ${url.protocol}//`);
-  if (url.username !== '' || url.password !== '') {
-    faults.push('it has credentials: leave out "user:password@"');
-  }
-  if (url.pathname !== '/' && url.pathname !== '') faults.push(`it has a path ("${url.pathname}")`);
-  else if (/^[a-z][a-z0-9+.-]*:\/\/[^/?#]*\/$/i.test(origin)) faults.push('it ends with "/"');
-  if (url.search !== '' || origin.includes('?')) faults.push('it has a query');
-  if (url.hash !== '' || origin.includes('#')) faults.push('it has a fragment');
-  if (faults.length > 0) return faults;
-  if (url.hostname.split('.').some((label) => label === '')) faults.push('its host has an empty label');
-  else if (url.origin !== origin) faults.push(`it reads as "${url.origin}": write it that way`);
-  return faults;
-}
-
-/** Two spellings of one origin (`https://A.example`, `https://a.example:443`) count as the same. */
-function originKey(origin: string): string {
-  try {
-    const url = new URL(origin);
-    return url.protocol === 'https:' || url.protocol === 'http:' ? url.origin : origin;
-  } catch {
-    return origin;
-  }
-}
-
-/** Credentials in a message would end up in terminals and CI logs; a user name may be a token too. */
-function redactCredentials(origin: string): string {
-  return origin.replace(/^([a-z][a-z0-9+.-]*:\/\/)[^/?#]*@/i, '$1***@');
-}
-
-/**
- * Why `entry` does not name a packed file inside `dir`, or undefined. It must be written as the
- * archive will store it (`app/index.html`, not `./app/index.html`), and its case must match the
- * folder's: the host looks it up in the package, where names are case-sensitive.
- */
-function checkEntry(dir: string, entry: string): string | undefined {
+function checkEntry(folder: PackageFolder, entry: string): string | undefined {
   const shown = show(entry);
-  if (entry.includes('\\')) return `${shown} must use "/" between folders`;
-  if (entry.startsWith('/')) return `${shown} must be relative to the package folder, such as "index.html"`;
+  const { dir, entries } = folder;
   const segments = entry.split('/');
-  if (segments.includes('..')) return `${shown} leads outside the package folder: name a file inside it`;
-  if (segments.some((segment) => segment === '' || segment === '.')) {
-    const plain = segments.filter((segment) => segment !== '' && segment !== '.').join('/');
-    return `${shown} must be a plain path inside the package${plain ? `: write "${plain}"` : ''}`;
-  }
-  if (entry.includes('\0')) return `${shown} holds a NUL character`;
-  const ignore = readPackageIgnore(dir);
-  let current = dir;
   for (const [index, segment] of segments.entries()) {
     const isLast = index === segments.length - 1;
+    const parent = segments.slice(0, index).join('/');
     const soFar = segments.slice(0, index + 1).join('/');
-    let names: string[];
-    try {
-      names = readdirSync(current);
-    } catch {
-      return `${shown} is not a file in ${dir}`;
-    }
-    if (!names.includes(segment)) {
-      const otherCase = names.find((name) => name.toLowerCase() === segment.toLowerCase());
+    const found = entries.get(soFar);
+    if (found === undefined) {
+      const otherCase = namesIn(entries, parent).find((name) => name.toLowerCase() === segment.toLowerCase());
       if (otherCase !== undefined) {
         return `${shown} is not a file in ${dir}: the folder has "${otherCase}", and names in a package are case-sensitive`;
       }
       return `${shown} is not a file in ${dir}`;
     }
-    current = join(current, segment);
-    const stats = lstatSync(current);
-    if (stats.isSymbolicLink()) {
+    if (found.kind === 'symbolic link') {
       return `${shown} goes through the symbolic link "${soFar}", which a package cannot hold`;
     }
-    const reason = leftOutBy(ignore, soFar, stats.isDirectory());
-    if (reason !== undefined) return `${shown} is left out of the package: ${reason}`;
-    if (isLast && stats.isDirectory()) {
+    if (found.leftOut !== undefined) return `${shown} is left out of the package: ${found.leftOut}`;
+    if (isLast && found.kind === 'folder') {
       return `${shown} is a folder: name the file in it the host opens first`;
     }
-    if (isLast && !stats.isFile()) return `${shown} is not a regular file`;
-    if (!isLast && !stats.isDirectory()) {
+    if (isLast && found.kind !== 'file') return `${shown} is not a regular file`;
+    if (!isLast && found.kind !== 'folder') {
       return `${shown} is not a file in ${dir}: "${soFar}" is not a folder`;
     }
   }
   return undefined;
+}
+
+/** The names the walk saw in the folder `parent` ('' for the package root). */
+function namesIn(entries: PackageFolder['entries'], parent: string): string[] {
+  const prefix = parent === '' ? '' : `${parent}/`;
+  return [...entries.keys()]
+    .filter((path) => path.startsWith(prefix) && !path.slice(prefix.length).includes('/'))
+    .map((path) => path.slice(prefix.length));
 }
 
 /** In field order, each once: a field that is also a shared schema (`allOf`) can fail a rule twice. */
@@ -463,12 +379,6 @@ function describeType(value: unknown): string {
   return article(typeof value);
 }
 
-/** A value for a message: JSON, cut to maxEchoedLength characters. */
-function show(value: unknown): string {
-  const text = JSON.stringify(value) ?? String(value);
-  return text.length > maxEchoedLength ? `${text.slice(0, maxEchoedLength)}…" (cut)` : text;
-}
-
 function lineAndColumn(text: string, offset: number): { line: number; column: number } {
   const before = text.slice(0, offset);
   const line = before.split('\n').length;
@@ -477,127 +387,54 @@ function lineAndColumn(text: string, offset: number): { line: number; column: nu
 }
 
 /**
- * Where and why `text` is not JSON (RFC 8259), found by a scan of its grammar; undefined when the
- * scan finds nothing (then JSON.parse's own message is all there is).
+ * Where and why `text` is not JSON (RFC 8259), as jsonc-parser finds it with JSON's own rules (no
+ * comments, no trailing commas); undefined when it finds nothing (then JSON.parse's own message is
+ * all there is).
  */
 function findJsonSyntaxError(text: string): { offset: number; reason: string } | undefined {
-  let at = 0;
-  const fail: (reason: string) => never = (reason) => {
-    throw new JsonSyntaxError(at, reason);
-  };
-  const found = (): string =>
-    at >= text.length ? 'the file ends too early' : `unexpected ${JSON.stringify(text[at])}`;
-  const skipSpace = () => {
-    while (at < text.length && ' \t\n\r'.includes(text[at] ?? '')) at++;
-  };
-  const value = (depth: number): void => {
-    if (depth > 512) fail('nested too deeply');
-    skipSpace();
-    const char = text[at];
-    if (char === '{') {
-      at++;
-      skipSpace();
-      if (text[at] === '}') {
-        at++;
-        return;
-      }
-      for (;;) {
-        skipSpace();
-        if (text[at] !== '"') fail(`${found()}: expected a property name in double quotes`);
-        string();
-        skipSpace();
-        if (text[at] !== ':') fail(`${found()}: expected ":" after the property name`);
-        at++;
-        value(depth + 1);
-        skipSpace();
-        if (text[at] === ',') {
-          at++;
-          skipSpace();
-          if (text[at] === '}') fail('unexpected "}": JSON allows no comma before it');
-          continue;
-        }
-        if (text[at] === '}') {
-          at++;
-          return;
-        }
-        fail(`${found()}: expected "," or "}"`);
-      }
-    }
-    if (char === '[') {
-      at++;
-      skipSpace();
-      if (text[at] === ']') {
-        at++;
-        return;
-      }
-      for (;;) {
-        value(depth + 1);
-        skipSpace();
-        if (text[at] === ',') {
-          at++;
-          skipSpace();
-          if (text[at] === ']') fail('unexpected "]": JSON allows no comma before it');
-          continue;
-        }
-        if (text[at] === ']') {
-          at++;
-          return;
-        }
-        fail(`${found()}: expected "," or "]"`);
-      }
-    }
-    if (char === '"') {
-      string();
-      return;
-    }
-    const literal = /true|false|null|-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?/y;
-    literal.lastIndex = at;
-    const match = literal.exec(text);
-    if (match) {
-      at += match[0].length;
-      return;
-    }
-    if (char === "'") fail('unexpected "\'": JSON strings take double quotes');
-    fail(`${found()}: expected a value`);
-  };
-  const string = (): void => {
-    at++;
-    for (;;) {
-      const char = text[at];
-      if (char === undefined) fail('the file ends inside a string');
-      if (char === '"') {
-        at++;
-        return;
-      }
-      if (char === '\\') {
-        const escapeSequence = /\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4})/y;
-        escapeSequence.lastIndex = at;
-        if (!escapeSequence.test(text)) fail('invalid escape in a string');
-        at = escapeSequence.lastIndex;
-        continue;
-      }
-      if (char < ' ') fail('a control character (such as a line break) inside a string');
-      at++;
-    }
-  };
-  try {
-    value(0);
-    skipSpace();
-    if (at < text.length) fail(`${found()} after the end of the JSON value`);
-  } catch (error) {
-    if (error instanceof JsonSyntaxError) return { offset: error.offset, reason: error.reason };
-    throw error;
-  }
-  return undefined;
+  const errors: ParseError[] = [];
+  parseJsonc(text, errors, { disallowComments: true, allowTrailingComma: false, allowEmptyContent: false });
+  const [first] = errors;
+  if (first === undefined) return undefined;
+  return { offset: first.offset, reason: syntaxErrorReason(text, first) };
 }
 
-class JsonSyntaxError extends Error {
-  readonly offset: number;
-  readonly reason: string;
-
-  constructor(offset: number, reason: string) {
-    super(reason);
-    this.offset = offset;
-    this.reason = reason;
+function syntaxErrorReason(text: string, { error, offset }: ParseError): string {
+  const char = text[offset];
+  const found = char === undefined ? 'the file ends too early' : `unexpected ${JSON.stringify(char)}`;
+  const afterComma = /,\s*$/.test(text.slice(0, offset));
+  if (char === "'") return 'unexpected "\'": JSON strings take double quotes';
+  switch (printParseErrorCode(error)) {
+    case 'InvalidCommentToken':
+    case 'UnexpectedEndOfComment':
+      return 'a comment: JSON allows none';
+    case 'UnexpectedEndOfString':
+      return 'a string that is not closed before the end of its line';
+    case 'InvalidEscapeCharacter':
+    case 'InvalidUnicode':
+      return 'invalid escape in a string';
+    case 'InvalidCharacter':
+      return 'a control character (such as a tab) inside a string';
+    case 'InvalidNumberFormat':
+    case 'UnexpectedEndOfNumber':
+      return `${found}: not a JSON number`;
+    case 'PropertyNameExpected':
+      if (char === '}' && afterComma) return 'unexpected "}": JSON allows no comma before it';
+      return `${found}: expected a property name in double quotes`;
+    case 'ValueExpected':
+      if (char === ']' && afterComma) return 'unexpected "]": JSON allows no comma before it';
+      return `${found}: expected a value`;
+    case 'ColonExpected':
+      return `${found}: expected ":" after the property name`;
+    case 'CommaExpected':
+      return `${found}: expected ","`;
+    case 'CloseBraceExpected':
+      return `${found}: expected "," or "}"`;
+    case 'CloseBracketExpected':
+      return `${found}: expected "," or "]"`;
+    case 'EndOfFileExpected':
+      return `${found} after the end of the JSON value`;
+    default:
+      return found;
   }
 }

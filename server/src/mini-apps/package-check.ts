@@ -3,15 +3,16 @@ import { type FileHandle, open } from 'node:fs/promises';
 import { Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { createGunzip } from 'node:zlib';
+import { checkManifestSchema, checkNetwork, entryPathFault, type Manifest } from '@svc/manifest';
 import { describeUnstorableText, findUnstorableText } from '@svc/sdk';
-import { Ajv2020, type ErrorObject } from 'ajv/dist/2020.js';
+import type { ErrorObject } from 'ajv';
 import { Parser, type ReadEntry } from 'tar';
 import contract from '../../../generated/openapi.json' with { type: 'json' };
 import type { components } from '../../../generated/openapi.ts';
 import { multilineTextPatternSource, textPatternSource } from '../../../generated/patterns.ts';
 import { type FieldError, InvalidError } from '../errors.ts';
 
-export type Manifest = components['schemas']['Manifest'];
+export type { Manifest };
 
 export interface PackageLimits {
   /** Tar entries (files, folders, and the refused kinds), not counting pax or long-name headers. */
@@ -355,7 +356,7 @@ class PackageContents {
       throw packageProblem('manifest_missing', `The package has no ${manifestName} at its root.${hint}`);
     }
     const manifest = parseManifest(this.#manifest);
-    const entryPath = manifestEntryPath(manifest.entry);
+    const entryPath = manifest.entry;
     if (!this.#files.has(entryPath)) {
       const what = this.#folders.has(entryPath) ? 'is a folder, not a file' : 'is not in the package';
       throw packageProblem('entry_missing', `The manifest's entry ${shown(manifest.entry)} ${what}.`);
@@ -489,18 +490,6 @@ function packagePath(raw: string): string {
   return segments.join('/');
 }
 
-function manifestEntryPath(entry: string): string {
-  try {
-    return packagePath(entry);
-  } catch {
-    throw packageProblem(
-      'manifest_invalid',
-      `The manifest's entry ${shown(entry)} is not a path inside the package.`,
-      [{ path: '/manifest/entry', message: 'must be a relative path inside the package' }],
-    );
-  }
-}
-
 function parseManifest(body: Buffer): Manifest {
   let text: string;
   try {
@@ -527,8 +516,9 @@ function parseManifest(body: Buffer): Manifest {
       { path: unstorable.pointer, message },
     ]);
   }
-  if (!validateManifest(value)) {
-    const errors = (validateManifest.errors ?? []).map(fieldError);
+  const schema = checkManifestSchema(value);
+  if (schema.manifest === undefined) {
+    const errors = schema.errors.map(fieldError);
     const listed = errors.map((error) => `${error.path} ${error.message}`).join('; ');
     throw packageProblem(
       'manifest_invalid',
@@ -536,7 +526,29 @@ function parseManifest(body: Buffer): Manifest {
       errors,
     );
   }
-  return value;
+  const manifest = schema.manifest;
+  // What the schema cannot say, by the rules svc applies before it packs.
+  const entryFault = entryPathFault(manifest.entry);
+  if (entryFault !== undefined) {
+    throw packageProblem(
+      'manifest_invalid',
+      `The manifest's entry ${shown(manifest.entry)} is not a path inside the package.`,
+      [{ path: '/manifest/entry', message: entryFault }],
+    );
+  }
+  const networkErrors = checkNetwork(manifest.network).map(({ index, message }) => ({
+    path: `/manifest/network/${index}`,
+    message,
+  }));
+  if (networkErrors.length > 0) {
+    const listed = networkErrors.map((error) => `${error.path} ${error.message}`).join('; ');
+    throw packageProblem(
+      'manifest_invalid',
+      `${manifestName} lists network origins that are not origins: ${listed}.`,
+      networkErrors,
+    );
+  }
+  return manifest;
 }
 
 function fieldError(error: ErrorObject): FieldError {
@@ -571,53 +583,6 @@ const textRules = new Set([textPatternSource, multilineTextPatternSource]);
 function pointerSegment(name: unknown): string {
   return String(name).replaceAll('~', '~0').replaceAll('/', '~1');
 }
-
-/**
- * Compiles one schema of the contract as a standalone JSON Schema (draft 2020-12, as OpenAPI 3.1
- * has it): the component schemas it refers to become its `$defs`, and the `x-` extensions, which
- * are for codegen, are left out so that ajv's strict mode can refuse any keyword it does not know.
- */
-function compileContractSchema<T>(name: string) {
-  const schemas: Record<string, unknown> = contract.components.schemas;
-  const prefix = '#/components/schemas/';
-  const defs: Record<string, unknown> = {};
-  const copySchema = (node: unknown): unknown => {
-    if (Array.isArray(node)) return node.map(copySchema);
-    if (node === null || typeof node !== 'object') return node;
-    const copy: Record<string, unknown> = {};
-    for (const [key, value] of Object.entries(node)) {
-      if (key.startsWith('x-')) continue;
-      if (key === '$ref' && typeof value === 'string' && value.startsWith(prefix)) {
-        const target = value.slice(prefix.length);
-        if (!(target in defs)) {
-          defs[target] = true; // taken before copying, so a recursive schema ends
-          defs[target] = copySchema(schemas[target]);
-        }
-        copy[key] = `#/$defs/${target}`;
-      } else if (schemaMapKeywords.has(key) && value !== null && typeof value === 'object') {
-        // Keys here are property names, which may well start with `x-`.
-        copy[key] = Object.fromEntries(Object.entries(value).map(([k, v]) => [k, copySchema(v)]));
-      } else if (valueKeywords.has(key)) {
-        copy[key] = value;
-      } else {
-        copy[key] = copySchema(value);
-      }
-    }
-    return copy;
-  };
-  const root = copySchema(schemas[name]);
-  if (root === null || typeof root !== 'object') throw new Error(`The contract has no schema ${name}.`);
-  const ajv = new Ajv2020({ strict: true, allErrors: true });
-  // Keywords of OpenAPI's Schema Object that JSON Schema does not have: annotations only.
-  ajv.addVocabulary(['example', 'discriminator', 'xml', 'externalDocs']);
-  return ajv.compile<T>({ ...root, $defs: defs });
-}
-
-// Schema keywords whose value is a map of schemas by name, and those whose value is data.
-const schemaMapKeywords = new Set(['properties', 'patternProperties', '$defs', 'dependentSchemas']);
-const valueKeywords = new Set(['enum', 'const', 'default', 'examples', 'example']);
-
-const validateManifest = compileContractSchema<Manifest>('Manifest');
 
 async function requireGzip(file: FileHandle): Promise<void> {
   const start = Buffer.alloc(262);

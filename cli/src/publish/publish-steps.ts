@@ -1,13 +1,13 @@
-/** `svc publish`: check the manifest, pack, get a presigned URL, upload, submit. */
+/** The steps of `svc publish`, from folder to submitted version: check the manifest, pack, get a presigned URL, upload, submit. */
 import { rmSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { components } from '@svc/sdk';
 import type { SvcContext } from '../context.ts';
 import { CliError, ExitCode } from '../errors.ts';
-import { expectOk, requireToken, type Session } from '../session.ts';
+import { expectOk, type Session } from '../session.ts';
 import { checkLimits, serviceLimits } from './limits.ts';
 import { readManifest } from './manifest.ts';
-import { listPackageFiles, packPackage } from './pack.ts';
+import { packageFiles, packPackage, walkPackageFolder } from './pack.ts';
 import { createProgress } from './progress.ts';
 import { uploadPackage } from './upload.ts';
 
@@ -22,16 +22,20 @@ export interface PackedSummary {
   sha256: string;
 }
 
-/** What `--dry-run` shows: the manifest is checked and the package made, nothing is sent. */
+/**
+ * What `--dry-run` shows: the manifest is checked and the package made, nothing is sent. The folder
+ * is walked once, and the manifest check and the packing both go by that walk.
+ */
 export async function preparePackage(dir: string) {
-  const folder = statSync(dir, { throwIfNoEntry: false });
-  if (!folder?.isDirectory()) {
+  const stats = statSync(dir, { throwIfNoEntry: false });
+  if (!stats?.isDirectory()) {
     throw new CliError(
-      `${dir} is ${folder ? 'not a folder' : 'not there'}: pass the folder that holds manifest.json.`,
+      `${dir} is ${stats ? 'not a folder' : 'not there'}: pass the folder that holds manifest.json.`,
     );
   }
-  const manifest = readManifest(dir);
-  const files = await listPackageFiles(dir);
+  const folder = walkPackageFolder(dir);
+  const manifest = readManifest(dir, folder);
+  const files = packageFiles(folder);
   const packed = await packPackage(dir, files);
   const summary: PackedSummary = {
     manifest,
@@ -71,7 +75,6 @@ export async function publish(
   dir: string,
   context: SvcContext,
 ): Promise<{ summary: PackedSummary; version: MiniAppVersion }> {
-  requireToken(session);
   const { summary, packed } = await preparePackage(dir);
   try {
     const { client } = session;

@@ -1,0 +1,16 @@
+/**
+ * `@svc/manifest`: the rules of a mini-app's `manifest.json` and package folder, stated once for
+ * svc (`svc publish`), the service (its package check) and the dev-server.
+ */
+export { entryPathFault } from './entry-path.ts';
+export { checkNetwork, type NetworkProblem, originFaults, originRule } from './origins.ts';
+export {
+  ignoreFileName,
+  leftOutBy,
+  manifestFileName,
+  noPackageIgnore,
+  type PackageIgnore,
+  parsePackageIgnore,
+} from './package-ignore.ts';
+export { checkManifestSchema, type Manifest } from './schema.ts';
+export { showValue } from './show-value.ts';
