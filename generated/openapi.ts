@@ -568,7 +568,9 @@ export interface paths {
         };
         /**
          * List provisioned cars
-         * @description All provisioned cars, or only the one named by `device_id` (URL-encoded prefixed id).
+         * @description Provisioned cars, most recently provisioned first, a page at a time: pass the `next_cursor` of
+         *     one page as `cursor` to get the next. With `device_id` (URL-encoded prefixed id), only that
+         *     car, or an empty list when it is not provisioned.
          */
         get: operations["listCars"];
         put?: never;
@@ -578,6 +580,132 @@ export interface paths {
          *     `brand` must agree with the device id's prefix. A car already provisioned is 409.
          */
         post: operations["provisionCar"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/admin/cars/{device_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The full prefixed device id `<brand>:<native_id>`, URL-encoded: the colon becomes `%3A`
+                 *     (`brand_a%3A1HGCM82633A004352`). A malformed id is answered with 422 and a `code` of
+                 *     `missing_prefix`, `unknown_brand` or `invalid_native_id`.
+                 * @example brand_a:1HGCM82633A004352
+                 */
+                device_id: components["parameters"]["DeviceIdPath"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Decommission a car
+         * @description Removes the car, its broker credential and what it reported. The credential stops working at
+         *     once: a connected car is disconnected. The device id may be provisioned again later.
+         */
+        delete: operations["decommissionCar"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/admin/cars/{device_id}/credential": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The full prefixed device id `<brand>:<native_id>`, URL-encoded: the colon becomes `%3A`
+                 *     (`brand_a%3A1HGCM82633A004352`). A malformed id is answered with 422 and a `code` of
+                 *     `missing_prefix`, `unknown_brand` or `invalid_native_id`.
+                 * @example brand_a:1HGCM82633A004352
+                 */
+                device_id: components["parameters"]["DeviceIdPath"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Rotate a car's broker credential
+         * @description Makes a new broker password for the car and shows it once, here. The old one stops working at
+         *     once: a car connected with it is disconnected, and connects again with the new one.
+         */
+        post: operations["rotateCarCredential"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/admin/connectors": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List brand connectors */
+        get: operations["listConnectors"];
+        put?: never;
+        /**
+         * Make a brand connector
+         * @description Makes a broker credential for a maker's cloud that speaks for every car of one brand. The
+         *     password is shown once, here. A name already taken in the brand is 409.
+         */
+        post: operations["createConnector"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/admin/connectors/{brand}/{name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                brand: components["parameters"]["BrandPath"];
+                name: components["parameters"]["ConnectorNamePath"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Remove a brand connector
+         * @description Its credential stops working at once; a client connected with it is disconnected.
+         */
+        delete: operations["removeConnector"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/admin/connectors/{brand}/{name}/credential": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                brand: components["parameters"]["BrandPath"];
+                name: components["parameters"]["ConnectorNamePath"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Rotate a brand connector's broker credential
+         * @description A new password, shown once; the old one stops working at once.
+         */
+        post: operations["rotateConnectorCredential"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1417,6 +1545,8 @@ export interface components {
         /** CarList */
         CarList: {
             cars: components["schemas"]["Car"][];
+            /** @description Pass as `cursor` for the next page; null on the last page. */
+            next_cursor: string | null;
         };
         /**
          * ProvisionCarRequest
@@ -1451,6 +1581,52 @@ export interface components {
         /** ProvisionedCar */
         ProvisionedCar: {
             car: components["schemas"]["Car"];
+            mqtt: components["schemas"]["MqttCredential"];
+        };
+        /**
+         * ConnectorName
+         * @description A brand connector's name, unique within its brand; lowercase letters, digits and `-`.
+         * @example fleet-eu
+         */
+        ConnectorName: string;
+        /**
+         * Connector
+         * @description A brand connector: a maker's cloud speaking for all the cars of its brand over MQTT. Its broker
+         *     user name is `connector:<brand>:<name>` (no brand is called `connector`, so it is never a
+         *     device id); it may publish only under `cars/<brand>/` and subscribe only to its cars' `cmd`.
+         * @example {
+         *       "brand": "brand_a",
+         *       "name": "fleet-eu",
+         *       "username": "connector:brand_a:fleet-eu",
+         *       "created_at": "2026-11-20T08:00:00Z"
+         *     }
+         */
+        Connector: {
+            brand: components["schemas"]["Brand"];
+            name: components["schemas"]["ConnectorName"];
+            /** @description The broker user name, `connector:<brand>:<name>`. */
+            username: string;
+            /** Format: date-time */
+            created_at: string;
+        };
+        /** ConnectorList */
+        ConnectorList: {
+            connectors: components["schemas"]["Connector"][];
+        };
+        /**
+         * CreateConnectorRequest
+         * @example {
+         *       "brand": "brand_a",
+         *       "name": "fleet-eu"
+         *     }
+         */
+        CreateConnectorRequest: {
+            brand: components["schemas"]["Brand"];
+            name: components["schemas"]["ConnectorName"];
+        };
+        /** CreatedConnector */
+        CreatedConnector: {
+            connector: components["schemas"]["Connector"];
             mqtt: components["schemas"]["MqttCredential"];
         };
         /**
@@ -1813,6 +1989,15 @@ export interface components {
          * @example brand_a:1HGCM82633A004352
          */
         DeviceIdQuery: string;
+        /** @description The most items one page holds. */
+        PageLimit: number;
+        /**
+         * @description Where the page starts: the `next_cursor` of the page before, as given. Opaque; a cursor that is
+         *     not one is answered with 400 `invalid_cursor`.
+         */
+        PageCursor: string;
+        BrandPath: components["schemas"]["Brand"];
+        ConnectorNamePath: components["schemas"]["ConnectorName"];
     };
     requestBodies: never;
     headers: never;
@@ -2610,6 +2795,13 @@ export interface operations {
                  * @example brand_a:1HGCM82633A004352
                  */
                 device_id?: components["parameters"]["DeviceIdQuery"];
+                /** @description The most items one page holds. */
+                limit?: components["parameters"]["PageLimit"];
+                /**
+                 * @description Where the page starts: the `next_cursor` of the page before, as given. Opaque; a cursor that is
+                 *     not one is answered with 400 `invalid_cursor`.
+                 */
+                cursor?: components["parameters"]["PageCursor"];
             };
             header?: never;
             path?: never;
@@ -2617,7 +2809,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The cars, most recently provisioned first. */
+            /** @description One page of cars, most recently provisioned first. */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -2631,7 +2823,6 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             422: components["responses"]["UnprocessableDeviceId"];
             426: components["responses"]["UpgradeRequired"];
-            501: components["responses"]["NotImplemented"];
             503: components["responses"]["ServiceUnavailable"];
         };
     };
@@ -2666,7 +2857,189 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["UnprocessableDeviceId"];
             426: components["responses"]["UpgradeRequired"];
-            501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    decommissionCar: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The full prefixed device id `<brand>:<native_id>`, URL-encoded: the colon becomes `%3A`
+                 *     (`brand_a%3A1HGCM82633A004352`). A malformed id is answered with 422 and a `code` of
+                 *     `missing_prefix`, `unknown_brand` or `invalid_native_id`.
+                 * @example brand_a:1HGCM82633A004352
+                 */
+                device_id: components["parameters"]["DeviceIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The car is decommissioned. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["UnprocessableDeviceId"];
+            426: components["responses"]["UpgradeRequired"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    rotateCarCredential: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The full prefixed device id `<brand>:<native_id>`, URL-encoded: the colon becomes `%3A`
+                 *     (`brand_a%3A1HGCM82633A004352`). A malformed id is answered with 422 and a `code` of
+                 *     `missing_prefix`, `unknown_brand` or `invalid_native_id`.
+                 * @example brand_a:1HGCM82633A004352
+                 */
+                device_id: components["parameters"]["DeviceIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The car's new broker credential. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MqttCredential"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["UnprocessableDeviceId"];
+            426: components["responses"]["UpgradeRequired"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listConnectors: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Every brand connector, by brand and name. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConnectorList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            426: components["responses"]["UpgradeRequired"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    createConnector: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateConnectorRequest"];
+            };
+        };
+        responses: {
+            /** @description The connector and its broker credential. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreatedConnector"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            408: components["responses"]["RequestTimeout"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["UnprocessableEntity"];
+            426: components["responses"]["UpgradeRequired"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    removeConnector: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                brand: components["parameters"]["BrandPath"];
+                name: components["parameters"]["ConnectorNamePath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The connector is removed. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            426: components["responses"]["UpgradeRequired"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    rotateConnectorCredential: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                brand: components["parameters"]["BrandPath"];
+                name: components["parameters"]["ConnectorNamePath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The connector's new broker credential. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MqttCredential"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            426: components["responses"]["UpgradeRequired"];
             503: components["responses"]["ServiceUnavailable"];
         };
     };

@@ -31,6 +31,8 @@ import { contractValidators } from './http/validation.ts';
 import { ensureSigningKey } from './identity/signing-keys.ts';
 import { createLogger, type Logger } from './logger.ts';
 import { createMetrics, listenForMetrics } from './metrics.ts';
+import { noBrokerYet } from './mqtt/broker-accounts.ts';
+import { createRedisCredentialStore, createSqlCredentialStore } from './mqtt/credentials.ts';
 import { createServices } from './services.ts';
 import {
   type Db,
@@ -98,7 +100,18 @@ export function createApp(config: Config, deps: AppDependencies = {}) {
   let listeningUrl: string | undefined;
   const audience = (requestHost?: string) =>
     config.publicUrl ?? baseUrlFor(listeningUrl ?? `http://${config.host}:${config.port}`, requestHost);
-  const services = createServices({ db, config, clock, audience, passwords: deps.passwords });
+  const credentials = config.redisUrl
+    ? createRedisCredentialStore(config.redisUrl)
+    : createSqlCredentialStore(db);
+  const services = createServices({
+    db,
+    config,
+    clock,
+    audience,
+    passwords: deps.passwords,
+    credentials,
+    broker: noBrokerYet,
+  });
   const contract = JSON.parse(readFileSync(contractPath, 'utf8'));
 
   const metrics = createMetrics();
@@ -226,6 +239,7 @@ export function createApp(config: Config, deps: AppDependencies = {}) {
       // Cut uploads release their URL and delete their partial file before the store closes.
       await Promise.all([services.uploads.settled(), sweeping]);
       await services.storeReadiness.close();
+      await credentials.close();
       if (ownsDb) await db.destroy();
       return { cut };
     },

@@ -60,6 +60,18 @@ export interface Config {
   trustProxy: string | undefined;
   /** Check every response against the contract (tests turn this on). */
   validateResponses: boolean;
+  /** The embedded broker's port (on HOST), when `mqttUrl` is unset. */
+  mqttPort: number;
+  /**
+   * A Mosquitto 2 with the dynamic-security plugin (`mqtt://host:port`); unset means the embedded
+   * broker. `mqttUsername`/`mqttPassword` sign the service in there: an account allowed to use
+   * `$CONTROL/dynamic-security/#` and the car topics.
+   */
+  mqttUrl: string | undefined;
+  mqttUsername: string | undefined;
+  mqttPassword: string | undefined;
+  /** Redis for the key-value store (`mqtt:auth:{deviceId}`); unset means a table of the SQL store. */
+  redisUrl: string | undefined;
 }
 
 export class ConfigError extends Error {
@@ -146,6 +158,42 @@ function emailList(env: Env, name: string): ReadonlySet<string> {
   return new Set(emails);
 }
 
+function brokerUrl(env: Env): string | undefined {
+  const raw = env.MQTT_URL?.trim();
+  if (!raw) return undefined;
+  let parsed: URL | undefined;
+  try {
+    parsed = new URL(raw);
+  } catch {}
+  if (!parsed || !['mqtt:', 'mqtts:'].includes(parsed.protocol) || !parsed.hostname) {
+    throw new ConfigError(
+      `MQTT_URL must be an mqtt:// or mqtts:// URL such as mqtt://127.0.0.1:1883, not "${raw}"`,
+    );
+  }
+  if (parsed.username || parsed.password) {
+    throw new ConfigError(
+      'MQTT_URL must not hold a user name or password: set MQTT_USERNAME and MQTT_PASSWORD',
+    );
+  }
+  if (!env.MQTT_USERNAME?.trim() || !env.MQTT_PASSWORD) {
+    throw new ConfigError(
+      'MQTT_URL needs MQTT_USERNAME and MQTT_PASSWORD: an account of the broker allowed to use $CONTROL/dynamic-security/#',
+    );
+  }
+  return raw;
+}
+
+function redisUrl(env: Env): string | undefined {
+  const raw = env.REDIS_URL?.trim();
+  if (!raw) return undefined;
+  if (!/^rediss?:\/\/./.test(raw)) {
+    throw new ConfigError(
+      `REDIS_URL must be a redis:// or rediss:// URL such as redis://127.0.0.1:6379, not "${raw}"`,
+    );
+  }
+  return raw;
+}
+
 function oneOf<T extends string>(env: Env, name: string, choices: readonly T[], fallback: T): T {
   const value = text(env, name, fallback);
   if (!(choices as readonly string[]).includes(value)) {
@@ -193,5 +241,10 @@ export function loadConfig(env: Env = process.env): Config {
     trustProxy: env.SVC_TRUST_PROXY?.trim() || undefined,
     jsonLimitBytes: 1024 * 1024,
     validateResponses: false,
+    mqttPort: port(env, 'MQTT_PORT', 1883),
+    mqttUrl: brokerUrl(env),
+    mqttUsername: env.MQTT_URL?.trim() ? env.MQTT_USERNAME?.trim() : undefined,
+    mqttPassword: env.MQTT_URL?.trim() ? env.MQTT_PASSWORD : undefined,
+    redisUrl: redisUrl(env),
   };
 }

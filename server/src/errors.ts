@@ -78,6 +78,11 @@ export class TooManyRequestsError extends DomainError {
   }
 }
 
+/** A part the service needs (the broker, the key-value store) does not answer just now: try again. */
+export class UnavailableError extends DomainError {
+  override readonly name = 'UnavailableError';
+}
+
 /** The one "sign in again" of the service: it never says which part of a credential was wrong. */
 export function unauthorized(
   detail = 'Your session has expired or is not valid: sign in again (`svc login`, or the web console).',

@@ -3,9 +3,12 @@ import { createAccountService } from './accounts/account-service.ts';
 import { createAdminCodeService } from './accounts/admin-codes.ts';
 import { createPasswords, type Passwords } from './accounts/passwords.ts';
 import { createTokenService } from './auth/token-service.ts';
+import { createCarService } from './cars/car-service.ts';
 import type { Clock } from './clock.ts';
 import type { Config } from './config.ts';
 import { createMiniAppService } from './mini-apps/mini-app-service.ts';
+import type { BrokerAccounts } from './mqtt/broker-accounts.ts';
+import type { CredentialStore } from './mqtt/credentials.ts';
 import { createFailureLimit } from './sign-in/failure-limit.ts';
 import { createSignInService } from './sign-in/sign-in-service.ts';
 import { createKeyService } from './ssh-keys/key-service.ts';
@@ -24,6 +27,10 @@ export function createServices(deps: {
   audience: (requestHost?: string) => string;
   /** Password hashing; tests pass a cheaper scrypt cost. */
   passwords?: Passwords;
+  /** Where broker credentials are kept (`mqtt:auth:{username}`). */
+  credentials: CredentialStore;
+  /** The broker's own record of who may connect. */
+  broker: BrokerAccounts;
 }) {
   const { db, config, clock } = deps;
   const blobs = createBlobStore(config.dataDir);
@@ -41,6 +48,7 @@ export function createServices(deps: {
     keys: createKeyService(db, clock, () => tokens.forgetCached()),
     signIn: createSignInService({ db, clock, tokens, failures, audience: deps.audience }),
     uploads,
+    cars: createCarService({ db, clock, credentials: deps.credentials, broker: deps.broker }),
     miniApps: createMiniAppService({ db, clock, uploads }),
   };
 }

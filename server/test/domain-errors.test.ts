@@ -13,6 +13,7 @@ import {
   TooLargeError,
   TooManyRequestsError,
   UnauthorizedError,
+  UnavailableError,
   unauthorized,
 } from '../src/errors.ts';
 import { problemMiddleware } from '../src/http/errors.ts';
@@ -40,6 +41,11 @@ describe('a domain error as the client gets it', () => {
       new TooManyRequestsError('rate_limited', 'Too many sign-ins. Try again in 7 seconds.', 7),
       429,
       'Too many requests',
+    ],
+    [
+      new UnavailableError('key_value_store_unavailable', 'The key-value store does not answer just now.'),
+      503,
+      'Service unavailable',
     ],
   ];
 
@@ -81,6 +87,12 @@ describe('a domain error as the client gets it', () => {
     );
     assert.equal(body.title, 'Invalid package');
     assert.equal(body.status, 422);
+  });
+
+  test('when a part the service needs does not answer then Retry-After says to try again in 5 seconds', () => {
+    assert.deepEqual(answered(new UnavailableError('broker_unavailable', 'Wait.')).headers, {
+      'Retry-After': '5',
+    });
   });
 
   test('when the refusal is too many requests then Retry-After says when to try again', () => {

@@ -15,6 +15,9 @@ const tables = [
   'uploads',
   'mini_apps',
   'mini_app_versions',
+  'cars',
+  'brand_connectors',
+  'key_values',
 ];
 
 async function existingTables(store: TestStore): Promise<string[]> {

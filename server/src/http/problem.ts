@@ -10,6 +10,7 @@ import {
   TooLargeError,
   TooManyRequestsError,
   UnauthorizedError,
+  UnavailableError,
 } from '../errors.ts';
 
 export type Problem = components['schemas']['Problem'];
@@ -78,6 +79,7 @@ const statuses: [kind: abstract new (...args: never[]) => DomainError, status: n
   [TooLargeError, 413],
   [InvalidError, 422],
   [TooManyRequestsError, 429],
+  [UnavailableError, 503],
 ];
 
 /**
@@ -93,6 +95,7 @@ export function problemFor(error: DomainError): ProblemError | undefined {
     ...(error instanceof TooManyRequestsError
       ? { headers: { 'Retry-After': String(error.retryAfterSeconds) } }
       : {}),
+    ...(error instanceof UnavailableError ? { headers: { 'Retry-After': '5' } } : {}),
   });
 }
 

@@ -2,6 +2,7 @@
 import type { Services } from '../../services.ts';
 import type { Handlers } from '../bind-handlers.ts';
 import { accountHandlers } from './accounts.ts';
+import { carHandlers } from './cars.ts';
 import { developerHandlers } from './developer.ts';
 import { miniAppHandlers } from './mini-apps.ts';
 import { notOfferedHandlers } from './not-offered.ts';
@@ -15,6 +16,7 @@ export function createHandlers(services: Services): Handlers {
     ...accountHandlers(services),
     ...developerHandlers(services),
     ...miniAppHandlers(services),
+    ...carHandlers(services),
     ...notOfferedHandlers(),
   };
 }

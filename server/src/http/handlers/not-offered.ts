@@ -28,13 +28,5 @@ export function notOfferedHandlers() {
     getCarLocation: vehicle('getCarLocation'),
     transferCar: vehicle('transferCar'),
     createIdentityToken: vehicle('createIdentityToken'),
-    listCars: ({ query }) => {
-      if (query.device_id !== undefined) parseDeviceId(query.device_id);
-      return notOffered('listCars');
-    },
-    provisionCar: ({ body }) => {
-      parseDeviceId(body.device_id, body.brand);
-      return notOffered('provisionCar');
-    },
   } satisfies Partial<Handlers>;
 }

@@ -9,6 +9,7 @@ import * as miniApps from './20261121100000_mini_apps.ts';
 import * as adminClaims from './20261123090000_admin_claims.ts';
 import * as uploadLeases from './20261201090000_upload_leases.ts';
 import * as uploadClaims from './20261201100000_upload_claims.ts';
+import * as cars from './20261210090000_cars.ts';
 
 interface Migration {
   up(db: Knex): Promise<void>;
@@ -22,6 +23,7 @@ const migrations: [name: string, migration: Migration][] = [
   ['20261123090000_admin_claims', adminClaims],
   ['20261201090000_upload_leases', uploadLeases],
   ['20261201100000_upload_claims', uploadClaims],
+  ['20261210090000_cars', cars],
 ];
 
 export const migrationSource: Knex.MigrationSource<[string, Migration]> = {

@@ -1,0 +1,207 @@
+/**
+ * Provisioning (admins only): a car and its broker credential, the credential's rotation, and
+ * decommissioning; brand connectors likewise. The key-value store keeps the credential's hash
+ * under `mqtt:auth:{username}`; the broker is told through `BrokerAccounts`. A step that fails
+ * undoes the ones before it, so a car is never left half-provisioned.
+ */
+import { type Brand, validateDeviceId } from '@svc/sdk';
+import type { components } from '../../../generated/openapi.ts';
+import type { Clock } from '../clock.ts';
+import { ConflictError, InputError, NotFoundError } from '../errors.ts';
+import type { BrokerAccount, BrokerAccounts } from '../mqtt/broker-accounts.ts';
+import { type CredentialStore, hashBrokerSecret, newBrokerSecret } from '../mqtt/credentials.ts';
+import type { Db } from '../store/db.ts';
+import {
+  type CarPosition,
+  type CarRow,
+  type ConnectorRow,
+  deleteCar,
+  deleteConnector,
+  findCar,
+  findConnector,
+  insertCar,
+  insertConnector,
+  listCars,
+  listConnectors,
+} from './car-repository.ts';
+
+export type Car = components['schemas']['Car'];
+export type Connector = components['schemas']['Connector'];
+export type MqttCredential = components['schemas']['MqttCredential'];
+
+export function toApiCar(row: CarRow): Car {
+  return {
+    device_id: row.device_id,
+    brand: row.brand as Brand,
+    owner_id: row.owner_id,
+    paired_at: row.paired_at?.toISOString() ?? null,
+    provisioned_at: row.provisioned_at.toISOString(),
+  };
+}
+
+export function connectorUsername(brand: string, name: string): string {
+  return `connector:${brand}:${name}`;
+}
+
+export function toApiConnector(row: ConnectorRow): Connector {
+  return {
+    brand: row.brand as Brand,
+    name: row.name,
+    username: connectorUsername(row.brand, row.name),
+    created_at: row.created_at.toISOString(),
+  };
+}
+
+function carAccount(row: Pick<CarRow, 'device_id'>): BrokerAccount {
+  const { brand, nativeId } = validateDeviceId(row.device_id);
+  return { username: row.device_id, role: 'car', brand, nativeId };
+}
+
+function connectorAccount(row: Pick<ConnectorRow, 'brand' | 'name'>): BrokerAccount {
+  return { username: connectorUsername(row.brand, row.name), role: 'connector', brand: row.brand as Brand };
+}
+
+function carNotFound(deviceId: string): NotFoundError {
+  return new NotFoundError('car_not_found', `No car ${deviceId} is provisioned.`);
+}
+
+/** A page cursor: the last car of the page before, as base64url JSON. */
+function encodeCursor(row: CarRow): string {
+  return Buffer.from(JSON.stringify([row.provisioned_at.toISOString(), row.device_id])).toString('base64url');
+}
+
+function decodeCursor(cursor: string): CarPosition {
+  try {
+    const [at, deviceId] = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown[];
+    const provisionedAt = new Date(String(at));
+    if (typeof deviceId === 'string' && !Number.isNaN(provisionedAt.getTime())) {
+      return { provisionedAt, deviceId };
+    }
+  } catch {}
+  throw new InputError(
+    'invalid_cursor',
+    'The cursor is not one this service gave: start from the first page.',
+    {
+      errors: [{ path: '/query/cursor', message: 'must be the next_cursor of a page' }],
+    },
+  );
+}
+
+export function createCarService(deps: {
+  db: Db;
+  clock: Clock;
+  credentials: CredentialStore;
+  broker: BrokerAccounts;
+}) {
+  const { db, clock, credentials, broker } = deps;
+
+  /** A new secret for `account`: stored as its hash, then given to the broker. */
+  async function issueCredential(account: BrokerAccount): Promise<MqttCredential> {
+    const password = newBrokerSecret();
+    await credentials.put(account.username, {
+      role: account.role,
+      brand: account.brand,
+      secretSha256: hashBrokerSecret(password),
+    });
+    await broker.put(account, password);
+    return { client_id: account.username, username: account.username, password };
+  }
+
+  /** The credential goes before the record, so that nothing can connect for a car that is gone. */
+  async function revokeCredential(username: string): Promise<void> {
+    await credentials.delete(username);
+    await broker.remove(username);
+  }
+
+  /** Runs `issue`; when it fails, the record just made is taken back and the credential revoked. */
+  async function issueOrUndo(account: BrokerAccount, undo: () => Promise<unknown>): Promise<MqttCredential> {
+    try {
+      return await issueCredential(account);
+    } catch (error) {
+      await revokeCredential(account.username).catch(() => {});
+      await undo().catch(() => {});
+      throw error;
+    }
+  }
+
+  return {
+    /** The device id and brand are valid and agree (checked at the edge). */
+    async provision(input: { device_id: string }): Promise<{ car: Car; mqtt: MqttCredential }> {
+      const row = await insertCar(db, {
+        device_id: input.device_id,
+        brand: validateDeviceId(input.device_id).brand,
+        provisioned_at: clock(),
+        owner_id: null,
+        paired_at: null,
+      });
+      if (!row) {
+        throw new ConflictError('car_exists', `The car ${input.device_id} is provisioned already.`);
+      }
+      const mqtt = await issueOrUndo(carAccount(row), () => deleteCar(db, row.device_id));
+      return { car: toApiCar(row), mqtt };
+    },
+
+    async list(query: { device_id?: string; limit?: number; cursor?: string }) {
+      if (query.device_id !== undefined) {
+        const row = await findCar(db, query.device_id);
+        return { cars: row ? [toApiCar(row)] : [], next_cursor: null };
+      }
+      const limit = query.limit ?? 50;
+      const rows = await listCars(db, limit, query.cursor ? decodeCursor(query.cursor) : undefined);
+      const page = rows.slice(0, limit);
+      const last = page.at(-1);
+      return {
+        cars: page.map(toApiCar),
+        next_cursor: rows.length > limit && last ? encodeCursor(last) : null,
+      };
+    },
+
+    async rotate(deviceId: string): Promise<MqttCredential> {
+      const row = await findCar(db, deviceId);
+      if (!row) throw carNotFound(deviceId);
+      return issueCredential(carAccount(row));
+    },
+
+    async decommission(deviceId: string): Promise<void> {
+      const row = await findCar(db, deviceId);
+      if (!row) throw carNotFound(deviceId);
+      await revokeCredential(deviceId);
+      await deleteCar(db, deviceId);
+    },
+
+    async createConnector(input: { brand: Brand; name: string }) {
+      const row = await insertConnector(db, { brand: input.brand, name: input.name, created_at: clock() });
+      if (!row) {
+        throw new ConflictError(
+          'connector_exists',
+          `The ${input.brand} connector "${input.name}" exists already: choose another name, or rotate its credential.`,
+        );
+      }
+      const mqtt = await issueOrUndo(connectorAccount(row), () => deleteConnector(db, row.brand, row.name));
+      return { connector: toApiConnector(row), mqtt };
+    },
+
+    async listConnectors(): Promise<Connector[]> {
+      return (await listConnectors(db)).map(toApiConnector);
+    },
+
+    async rotateConnector(brand: Brand, name: string): Promise<MqttCredential> {
+      const row = await findConnector(db, brand, name);
+      if (!row) throw connectorNotFound(brand, name);
+      return issueCredential(connectorAccount(row));
+    },
+
+    async removeConnector(brand: Brand, name: string): Promise<void> {
+      const row = await findConnector(db, brand, name);
+      if (!row) throw connectorNotFound(brand, name);
+      await revokeCredential(connectorUsername(brand, name));
+      await deleteConnector(db, brand, name);
+    },
+  };
+}
+
+function connectorNotFound(brand: string, name: string): NotFoundError {
+  return new NotFoundError('connector_not_found', `No ${brand} connector is called "${name}".`);
+}
+
+export type CarService = ReturnType<typeof createCarService>;

@@ -1,0 +1,43 @@
+/** Provisioning, for admins: cars and their broker credentials, and brand connectors. */
+import type { Services } from '../../services.ts';
+import type { Handlers } from '../bind-handlers.ts';
+import { parseDeviceId } from '../device-id-param.ts';
+
+export function carHandlers({ cars }: Services) {
+  return {
+    provisionCar: async ({ body }) => {
+      parseDeviceId(body.device_id, body.brand);
+      return { status: 201, body: await cars.provision(body) };
+    },
+
+    listCars: async ({ query }) => {
+      if (query.device_id !== undefined) parseDeviceId(query.device_id);
+      return { status: 200, body: await cars.list(query) };
+    },
+
+    rotateCarCredential: async ({ params }) => {
+      parseDeviceId(params.device_id);
+      return { status: 201, body: await cars.rotate(params.device_id) };
+    },
+
+    decommissionCar: async ({ params }) => {
+      parseDeviceId(params.device_id);
+      await cars.decommission(params.device_id);
+      return { status: 204 };
+    },
+
+    createConnector: async ({ body }) => ({ status: 201, body: await cars.createConnector(body) }),
+
+    listConnectors: async () => ({ status: 200, body: { connectors: await cars.listConnectors() } }),
+
+    rotateConnectorCredential: async ({ params }) => ({
+      status: 201,
+      body: await cars.rotateConnector(params.brand, params.name),
+    }),
+
+    removeConnector: async ({ params }) => {
+      await cars.removeConnector(params.brand, params.name);
+      return { status: 204 };
+    },
+  } satisfies Partial<Handlers>;
+}

@@ -1,0 +1,124 @@
+/**
+ * Broker credentials, kept as the key-value entry `mqtt:auth:{username}` (the username of a car is
+ * its full prefixed device id): a table of the SQL store in embedded mode, Redis when REDIS_URL is
+ * set. Only a hash of the secret is kept. The secret is 192 random bits, so one SHA-256 is as safe
+ * as a slow hash would be, and cheap enough to check on every connect.
+ */
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import type { Brand } from '@svc/sdk';
+import { Redis } from 'ioredis';
+import { UnavailableError } from '../errors.ts';
+import type { Db } from '../store/db.ts';
+
+/** A car speaks for itself; a brand connector for every car of its brand. */
+export type BrokerRole = 'car' | 'connector';
+
+export interface BrokerCredential {
+  role: BrokerRole;
+  brand: Brand;
+  /** Lowercase hex SHA-256 of the secret. */
+  secretSha256: string;
+}
+
+export interface CredentialStore {
+  get(username: string): Promise<BrokerCredential | undefined>;
+  put(username: string, credential: BrokerCredential): Promise<void>;
+  /** Whether there was one to delete. */
+  delete(username: string): Promise<boolean>;
+  close(): Promise<void>;
+}
+
+export function mqttAuthKey(username: string): string {
+  return `mqtt:auth:${username}`;
+}
+
+/** A new broker password: `mq_` and 32 base64url characters. */
+export function newBrokerSecret(): string {
+  return `mq_${randomBytes(24).toString('base64url')}`;
+}
+
+export function hashBrokerSecret(secret: string): string {
+  return createHash('sha256').update(secret, 'utf8').digest('hex');
+}
+
+export function secretMatches(secret: string, credential: BrokerCredential): boolean {
+  const expected = Buffer.from(credential.secretSha256, 'hex');
+  const actual = Buffer.from(hashBrokerSecret(secret), 'hex');
+  return expected.length === actual.length && timingSafeEqual(expected, actual);
+}
+
+function encode(credential: BrokerCredential): string {
+  return JSON.stringify({
+    role: credential.role,
+    brand: credential.brand,
+    secret_sha256: credential.secretSha256,
+  });
+}
+
+/** A stored value this service did not write, or a damaged one, is no credential. */
+function decode(value: string | null | undefined): BrokerCredential | undefined {
+  if (!value) return undefined;
+  try {
+    const parsed = JSON.parse(value) as { role?: unknown; brand?: unknown; secret_sha256?: unknown };
+    if (parsed.role !== 'car' && parsed.role !== 'connector') return undefined;
+    if (typeof parsed.brand !== 'string' || typeof parsed.secret_sha256 !== 'string') return undefined;
+    if (!/^[0-9a-f]{64}$/.test(parsed.secret_sha256)) return undefined;
+    return { role: parsed.role, brand: parsed.brand as Brand, secretSha256: parsed.secret_sha256 };
+  } catch {
+    return undefined;
+  }
+}
+
+export function createSqlCredentialStore(db: Db): CredentialStore {
+  return {
+    async get(username) {
+      const row = await db('key_values')
+        .where({ key: mqttAuthKey(username) })
+        .first('value');
+      return decode(row?.value);
+    },
+    async put(username, credential) {
+      await db('key_values')
+        .insert({ key: mqttAuthKey(username), value: encode(credential), updated_at: new Date() })
+        .onConflict('key')
+        .merge();
+    },
+    async delete(username) {
+      return (
+        (await db('key_values')
+          .where({ key: mqttAuthKey(username) })
+          .delete()) > 0
+      );
+    },
+    async close() {},
+  };
+}
+
+export function createRedisCredentialStore(url: string): CredentialStore {
+  // A command fails after one retry rather than waiting forever while Redis is away.
+  const redis = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 1 });
+  async function answer<T>(command: Promise<T>): Promise<T> {
+    try {
+      return await command;
+    } catch {
+      throw new UnavailableError(
+        'key_value_store_unavailable',
+        'The key-value store does not answer just now: try again in a few seconds.',
+      );
+    }
+  }
+  return {
+    async get(username) {
+      return decode(await answer(redis.get(mqttAuthKey(username))));
+    },
+    async put(username, credential) {
+      await answer(redis.set(mqttAuthKey(username), encode(credential)));
+    },
+    async delete(username) {
+      return (await answer(redis.del(mqttAuthKey(username)))) > 0;
+    },
+    async close() {
+      redis.disconnect();
+    },
+  };
+}
