@@ -8,24 +8,8 @@ import { CliError, ExitCode } from './errors.ts';
 import type { Session } from './session.ts';
 
 export abstract class BaseCommand extends Command<SvcContext> {
-  apiUrl = Option.String('--api-url', {
-    description: 'The svc service to talk to (default: $SVC_API_URL, else where you last signed in)',
-  });
-
   /** Set by `catch` when the command failed; the runner turns it into the exit code. */
   failure: number | undefined;
-
-  /**
-   * The connection to the service (`--api-url`, SVC_API_URL or where the token is from). Signed in
-   * unless `signedIn: false`: without a token for that service the command ends with exit 4
-   * before any request.
-   */
-  protected async session({ signedIn = true }: { signedIn?: boolean } = {}): Promise<Session> {
-    const { openSession, requireToken } = await import('./session.ts');
-    const session = await openSession(this.context, this.apiUrl);
-    if (signedIn) requireToken(session);
-    return session;
-  }
 
   override async catch(error: unknown): Promise<void> {
     const { stderr, env } = this.context;
@@ -44,7 +28,26 @@ export abstract class BaseCommand extends Command<SvcContext> {
   }
 }
 
+/** Commands that talk to a service take `--api-url`, and open their session here. */
+export abstract class ServiceCommand extends BaseCommand {
+  apiUrl = Option.String('--api-url', {
+    description: 'The svc service to talk to (default: $SVC_API_URL, else where you last signed in)',
+  });
+
+  /**
+   * The connection to the service (`--api-url`, SVC_API_URL or where the token is from). Signed in
+   * unless `signedIn: false`: without a token for that service the command ends with exit 4
+   * before any request.
+   */
+  protected async session({ signedIn = true }: { signedIn?: boolean } = {}): Promise<Session> {
+    const { openSession, requireToken } = await import('./session.ts');
+    const session = await openSession(this.context, this.apiUrl);
+    if (signedIn) requireToken(session);
+    return session;
+  }
+}
+
 /** Commands that print data take `--json`: one JSON document on stdout and nothing else there. */
-export abstract class DataCommand extends BaseCommand {
+export abstract class DataCommand extends ServiceCommand {
   json = Option.Boolean('--json', false, { description: 'Print one JSON document on stdout' });
 }

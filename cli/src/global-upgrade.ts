@@ -71,7 +71,7 @@ export async function upgrade(options: UpgradeOptions): Promise<UpgradeResult> {
       to: newest,
       command,
       reason:
-        `this copy runs from ${installedAt}, outside npm's global packages (${packageDir}), and only ` +
+        `This copy runs from ${installedAt}, outside npm's global packages (${packageDir}), and only ` +
         'a global npm install is upgraded in place',
     };
   }

@@ -35,9 +35,20 @@ export interface KeySigner {
   via: 'ssh-agent' | 'key file';
 }
 
-function keyFileProblem(error: SshKeyError, keyPath: string, context: SvcContext): CliError {
+function keyFileProblem(
+  error: SshKeyError,
+  keyPath: string,
+  options: LoginOptions,
+  context: SvcContext,
+): CliError {
   switch (error.code) {
     case 'passphrase_required': {
+      // Enter pressed at the prompt, or --passphrase '': a passphrase was asked for and none came.
+      if (options.passphrase === '') {
+        return new CliError(
+          `the key ${keyPath} is protected by a passphrase, and an empty one was given: type its passphrase.`,
+        );
+      }
       // svc uses the agent only when it can tell which key to ask for, from the .pub beside the key.
       const agentHint =
         context.env.SSH_AUTH_SOCK && !existsSync(`${keyPath}.pub`)
@@ -89,7 +100,7 @@ async function readKeyFile(keyPath: string, options: LoginOptions, context: SvcC
       const passphrase = await promptHidden(`Passphrase for ${keyPath}: `, context.stdin, context.stderr);
       return readKeyFile(keyPath, { ...options, passphrase }, context);
     }
-    throw keyFileProblem(error, keyPath, context);
+    throw keyFileProblem(error, keyPath, options, context);
   }
 }
 

@@ -130,6 +130,12 @@ describe('svc errors a person understands', () => {
     assert.match(run.stderr, /protected by a passphrase and there is no terminal/);
     const wrong = await runSvc(['login', '--key', locked.path, '--passphrase', 'nope'], env());
     assert.match(wrong.stderr, /passphrase for .*locked is not right/);
+    const empty = await runSvc(['login', '--key', locked.path, '--passphrase', ''], env());
+    assert.match(
+      empty.stderr,
+      /locked is protected by a passphrase, and an empty one was given: type its passphrase/,
+    );
+    assert.doesNotMatch(empty.stderr, /no terminal/);
   });
 
   test('when the challenge is for another service, key or namespace then svc refuses to sign it', async () => {
@@ -387,6 +393,15 @@ describe('svc errors a person understands', () => {
     const usage = await runSvc(['keys', 'add'], env());
     assert.match(usage.stderr, /\[--title <title>\]/);
     assert.doesNotMatch(usage.stderr, /#0/);
+  });
+
+  test('when svc upgrade is asked for help then it offers no --api-url: it asks npm, never the service', async () => {
+    const help = await runSvc(['upgrade', '--help'], env());
+    assert.equal(help.code, 0);
+    assert.doesNotMatch(help.stdout, /--api-url/);
+    const given = await runSvc(['upgrade', '--api-url', 'http://127.0.0.1:9'], env());
+    assert.equal(given.code, 2);
+    assert.match(given.stderr, /svc upgrade has no option --api-url/);
   });
 
   test('when a dry run is not signed in then it checks the default limits, says so, and refuses too many files or a bomb', async () => {

@@ -140,6 +140,9 @@ describe('manifest.json check', () => {
       truncated,
       /^manifest\.json: is not valid JSON: at line 1, column 59: the file ends too early/,
     );
+    // An emoji is one column, as an editor counts it, though JavaScript counts it as two units.
+    const emoji = await folder({ 'manifest.json': '{ "name": "W\u00e4lk 🚗 11" x }' });
+    assertOneProblem(emoji, /^manifest\.json: is not valid JSON: at line 1, column 23: unexpected "x"/);
   });
 
   test('when manifest.json holds an array then the whole file is named', async () => {
@@ -196,6 +199,7 @@ describe('manifest.json check', () => {
     ['the default port', 'https://api.example.com:443', /it reads as "https:\/\/api\.example\.com"/],
     ['no scheme', 'api.example.com', /it has no scheme: write "https:\/\/api\.example\.com"/],
     ['a bad host character', 'https://api_1.example.com', /its host may hold only letters/],
+    ['nothing in it', '', /it is empty: write an origin such as "https:\/\/api\.example\.com"/],
   ];
   for (const [what, origin, reason] of originCases) {
     test(`when a network origin has ${what} then the problem names network[1] and the reason`, async () => {

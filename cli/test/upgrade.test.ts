@@ -106,7 +106,7 @@ describe('svc upgrade against a registry of our own, with the real npm', () => {
       to: '5.7.0',
       command: 'npm install -g @svc/cli@5.7.0',
       reason:
-        `this copy runs from ${await realpath(join(bin, 'svc.js'))}, outside npm's global packages ` +
+        `This copy runs from ${await realpath(join(bin, 'svc.js'))}, outside npm's global packages ` +
         `(${await realpath(globalPackageDir())}), and only a global npm install is upgraded in place`,
     });
     assert.deepEqual(registry.tarballRequests(), []);

@@ -3,6 +3,7 @@
  * svc (`svc publish`), the service (its package check) and the dev-server.
  */
 export { entryPathFault } from './entry-path.ts';
+export { closestManifestField, manifestFields } from './field-names.ts';
 export { checkNetwork, type NetworkProblem, originFaults, originRule } from './origins.ts';
 export {
   ignoreFileName,

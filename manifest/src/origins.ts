@@ -50,6 +50,7 @@ export function checkNetwork(
 
 /** What is wrong with `origin` as an `Origin` a browser would send; none when it is one. */
 export function originFaults(origin: string): string[] {
+  if (origin.trim() === '') return ['it is empty: write an origin such as "https://api.example.com"'];
   if (origin.includes('*')) return ['it has a wildcard: list each origin in full'];
   if (!/^[a-z][a-z0-9+.-]*:/i.test(origin)) return [`it has no scheme: write "https://${origin}"`];
   let url: URL;

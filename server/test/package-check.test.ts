@@ -211,6 +211,16 @@ describe('package check', () => {
       assert.match(problem.message, /\/manifest\/network\/1 must match pattern/);
     });
 
+    test('then a mistyped field is named with the field it most likely meant, as svc names it', async () => {
+      const { entry, ...withoutEntry } = manifest;
+      const typo = { ...withoutEntry, entyr: entry };
+      const problem = await refusal(handWritten([{ path: 'manifest.json', body: JSON.stringify(typo) }]));
+      assert.deepEqual(
+        problem.errors?.find((error) => error.path === '/manifest/entyr'),
+        { path: '/manifest/entyr', message: 'is not a manifest field (did you mean "entry"?)' },
+      );
+    });
+
     test('then a manifest over 64 KiB, or a folder named manifest.json, is refused as manifest_invalid', async () => {
       const huge = JSON.stringify({ ...manifest, name: 'x'.repeat(70 * 1024) });
       assert.equal(

@@ -1,7 +1,7 @@
 import { Command, Option } from 'clipanion';
-import { BaseCommand } from '../base-command.ts';
+import { ServiceCommand } from '../base-command.ts';
 
-export class LoginCommand extends BaseCommand {
+export class LoginCommand extends ServiceCommand {
   static override paths = [['login']];
 
   static override usage = Command.Usage({

@@ -1,7 +1,7 @@
 import { Command } from 'clipanion';
-import { BaseCommand } from '../base-command.ts';
+import { ServiceCommand } from '../base-command.ts';
 
-export class LogoutCommand extends BaseCommand {
+export class LogoutCommand extends ServiceCommand {
   static override paths = [['logout']];
 
   static override usage = Command.Usage({

@@ -24,9 +24,8 @@ export class UpgradeCommand extends BaseCommand {
       env,
       log: (message) => stderr.write(`${message}\n`),
     }).catch((error: unknown) => {
-      if (error instanceof UpgradeError) {
-        throw new CliError(`${error.message}${error.command ? `\nRun by hand: ${error.command}` : ''}`);
-      }
+      // Where running npm by hand would help, the message ends with the exact command.
+      if (error instanceof UpgradeError) throw new CliError(error.message);
       throw error;
     });
     if (result.status === 'up-to-date') stdout.write(`svc ${result.version} is the newest version.\n`);

@@ -4,8 +4,10 @@ import { join } from 'node:path';
 import {
   checkManifestSchema,
   checkNetwork,
+  closestManifestField,
   entryPathFault,
   type Manifest,
+  manifestFields,
   manifestFileName,
   showValue as show,
 } from '@svc/manifest';
@@ -41,9 +43,6 @@ export class ManifestError extends CliError {
     this.problems = problems;
   }
 }
-
-/** Field order in messages: the schema's, then fields it does not know. */
-const fieldOrder = ['id', 'name', 'version', 'entry', 'network', 'brands'];
 
 /** Far beyond what the schema's limits allow, and small enough to read at once. */
 const maxManifestBytes = 1024 * 1024;
@@ -173,12 +172,12 @@ function describeSchemaError(error: ErrorObject, path: readonly string[]): Manif
     }
     case 'additionalProperties': {
       const extra = String(params.additionalProperty);
-      const suggestion = closestField(extra);
+      const suggestion = closestManifestField(extra);
       return {
         field: fieldName([extra]),
         message:
           `is not a manifest field${suggestion ? ` (did you mean "${suggestion}"?)` : ''}: ` +
-          `the fields are ${fieldOrder.join(', ')}`,
+          `the fields are ${manifestFields.join(', ')}`,
       };
     }
     case 'type':
@@ -304,8 +303,8 @@ function sortProblems(problems: ManifestProblem[]): ManifestProblem[] {
   const rank = (problem: ManifestProblem): [number, number] => {
     if (problem.field === undefined) return [-1, 0];
     const match = /^([^[]+)(?:\[(\d+)\])?/.exec(problem.field);
-    const top = fieldOrder.indexOf(match?.[1] ?? '');
-    return [top === -1 ? fieldOrder.length : top, Number(match?.[2] ?? -1)];
+    const top = manifestFields.indexOf(match?.[1] ?? '');
+    return [top === -1 ? manifestFields.length : top, Number(match?.[2] ?? -1)];
   };
   return problems
     .map((problem, index) => ({ problem, index, rank: rank(problem) }))
@@ -334,32 +333,6 @@ function fieldName(path: readonly string[]): string | undefined {
   return head + rest.map((segment) => (/^\d+$/.test(segment) ? `[${segment}]` : `.${segment}`)).join('');
 }
 
-function closestField(name: string): string | undefined {
-  let best: string | undefined;
-  let bestDistance = 3;
-  for (const field of fieldOrder) {
-    const distance = editDistance(name.toLowerCase(), field);
-    if (distance < bestDistance) {
-      best = field;
-      bestDistance = distance;
-    }
-  }
-  return best;
-}
-
-function editDistance(a: string, b: string): number {
-  let previous = Array.from({ length: b.length + 1 }, (_, index) => index);
-  for (let i = 1; i <= a.length; i++) {
-    const current = [i];
-    for (let j = 1; j <= b.length; j++) {
-      const substitution = (previous[j - 1] ?? 0) + (a[i - 1] === b[j - 1] ? 0 : 1);
-      current.push(Math.min((previous[j] ?? 0) + 1, (current[j - 1] ?? 0) + 1, substitution));
-    }
-    previous = current;
-  }
-  return previous[b.length] ?? 0;
-}
-
 function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
@@ -382,7 +355,8 @@ function describeType(value: unknown): string {
 function lineAndColumn(text: string, offset: number): { line: number; column: number } {
   const before = text.slice(0, offset);
   const line = before.split('\n').length;
-  const column = offset - before.lastIndexOf('\n');
+  // jsonc-parser counts UTF-16 units; an editor's column counts characters (an emoji is one).
+  const column = [...before.slice(before.lastIndexOf('\n') + 1)].length + 1;
   return { line, column };
 }
 

@@ -3,7 +3,13 @@ import { type FileHandle, open } from 'node:fs/promises';
 import { Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { createGunzip } from 'node:zlib';
-import { checkManifestSchema, checkNetwork, entryPathFault, type Manifest } from '@svc/manifest';
+import {
+  checkManifestSchema,
+  checkNetwork,
+  closestManifestField,
+  entryPathFault,
+  type Manifest,
+} from '@svc/manifest';
 import { describeUnstorableText, findUnstorableText } from '@svc/sdk';
 import type { ErrorObject } from 'ajv';
 import { Parser, type ReadEntry } from 'tar';
@@ -561,9 +567,11 @@ function fieldError(error: ErrorObject): FieldError {
     };
   }
   if (error.keyword === 'additionalProperties') {
+    const suggestion =
+      error.instancePath === '' ? closestManifestField(String(params.additionalProperty)) : undefined;
     return {
       path: `/manifest${error.instancePath}/${pointerSegment(params.additionalProperty)}`,
-      message: 'is not a manifest field',
+      message: `is not a manifest field${suggestion ? ` (did you mean "${suggestion}"?)` : ''}`,
     };
   }
   if (error.keyword === 'enum' && Array.isArray(params.allowedValues)) {

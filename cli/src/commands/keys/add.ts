@@ -1,7 +1,7 @@
 import { Command, Option } from 'clipanion';
-import { BaseCommand } from '../../base-command.ts';
+import { ServiceCommand } from '../../base-command.ts';
 
-export class KeysAddCommand extends BaseCommand {
+export class KeysAddCommand extends ServiceCommand {
   static override paths = [['keys', 'add']];
 
   static override usage = Command.Usage({

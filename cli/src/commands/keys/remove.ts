@@ -1,6 +1,6 @@
 import { Command, Option } from 'clipanion';
 import * as t from 'typanion';
-import { BaseCommand } from '../../base-command.ts';
+import { ServiceCommand } from '../../base-command.ts';
 import { CliError, ExitCode } from '../../errors.ts';
 
 /** The service names keys by UUID v4, as `svc keys list` shows them. */
@@ -9,7 +9,7 @@ const isKeyId = t.isUUID4();
 const howToGetBackIn =
   'To sign in again, register a new public key through the account API (the README\'s "Your first key"), then run `svc login`.';
 
-export class KeysRemoveCommand extends BaseCommand {
+export class KeysRemoveCommand extends ServiceCommand {
   static override paths = [['keys', 'remove']];
 
   static override usage = Command.Usage({
