@@ -371,8 +371,12 @@ export interface paths {
         };
         /**
          * What is installed on a car
-         * @description The host version and installed mini-apps, as the car last reported them over MQTT.
-         *     Only the car's owner or an admin may read it.
+         * @description The host version and installed mini-apps, as the car last reported them in its `status`
+         *     messages over MQTT. Before the car's first report the answer is still 200, with
+         *     `host_version` and `reported_at` null and `installed_apps` empty.
+         *
+         *     Only the car's owner or an admin may read it; to anyone else, as to everyone for a car never
+         *     provisioned, the answer is 404 `car_not_found`, so that a car's existence does not leak.
          */
         get: operations["getCarInstall"];
         put?: never;
@@ -458,8 +462,14 @@ export interface paths {
         };
         /**
          * Whether a car is online, and its reported state
-         * @description Presence and the last reported state, from the car's MQTT messages. Only the car's owner
-         *     or an admin may read it.
+         * @description Presence and the last reported state, from the car's MQTT messages: `online` from its
+         *     retained `presence` (false until the car has said `online`), `last_seen` the time the service
+         *     received the car's last live message of any kind (a retained message replayed to the
+         *     service is no sighting), `state` and `reported_at` from its last `status` report. Before the
+         *     first report `state` is `{}` and `reported_at` null; before any message `last_seen` is null.
+         *
+         *     Only the car's owner or an admin may read it; to anyone else, as to everyone for a car never
+         *     provisioned, the answer is 404 `car_not_found`, so that a car's existence does not leak.
          */
         get: operations["getCarStatus"];
         put?: never;
@@ -487,8 +497,12 @@ export interface paths {
         };
         /**
          * Where a car last was
-         * @description The last location fix from the car's telemetry; 404 when it has sent none yet. Only the
-         *     car's owner or an admin may read it.
+         * @description The last location fix from the car's telemetry. Fixes are stored in batches, so a fix shows
+         *     here a moment (a fraction of a second) after the car sent it. A provisioned car that has sent
+         *     no fix yet is 404 `no_location_yet`.
+         *
+         *     Only the car's owner or an admin may read it; to anyone else, as to everyone for a car never
+         *     provisioned, the answer is 404 `car_not_found`, so that a car's existence does not leak.
          */
         get: operations["getCarLocation"];
         put?: never;
@@ -2531,11 +2545,9 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             422: components["responses"]["UnprocessableDeviceId"];
             426: components["responses"]["UpgradeRequired"];
-            501: components["responses"]["NotImplemented"];
             503: components["responses"]["ServiceUnavailable"];
         };
     };
@@ -2655,11 +2667,9 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             422: components["responses"]["UnprocessableDeviceId"];
             426: components["responses"]["UpgradeRequired"];
-            501: components["responses"]["NotImplemented"];
             503: components["responses"]["ServiceUnavailable"];
         };
     };
@@ -2691,11 +2701,9 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             422: components["responses"]["UnprocessableDeviceId"];
             426: components["responses"]["UpgradeRequired"];
-            501: components["responses"]["NotImplemented"];
             503: components["responses"]["ServiceUnavailable"];
         };
     };

@@ -9,6 +9,10 @@ import { jsonBanner, jsonBannerKey } from './codegen/banner.ts';
 import { generateBrands } from './codegen/brands.ts';
 import { generateManifestValidator, generateManifestValidatorTypes } from './codegen/manifest-validator.ts';
 import { generateMqtt } from './codegen/mqtt.ts';
+import {
+  generateMqttPayloadValidators,
+  generateMqttPayloadValidatorTypes,
+} from './codegen/mqtt-payload-validators.ts';
 import { bundleOpenApi } from './codegen/openapi-bundle.ts';
 import { generateOpenApiTypes } from './codegen/openapi-types.ts';
 import { generatePatterns } from './codegen/patterns.ts';
@@ -18,6 +22,7 @@ import { repoRoot } from './repo-root.ts';
 /** Every file of generated/, by name, as the contract in `root` makes it. */
 export async function renderGenerated(root: string): Promise<Record<string, string>> {
   const doc = bundleOpenApi(root);
+  const asyncapiPath = join(root, 'asyncapi/asyncapi.yaml');
   const bundled = { [jsonBannerKey]: jsonBanner('openapi/'), ...doc };
   return {
     'openapi.json': `${JSON.stringify(bundled, null, 2)}\n`,
@@ -27,7 +32,9 @@ export async function renderGenerated(root: string): Promise<Record<string, stri
     'patterns.ts': generatePatterns(doc),
     'manifest-validator.cjs': generateManifestValidator(doc),
     'manifest-validator.d.cts': generateManifestValidatorTypes(),
-    'mqtt.ts': await generateMqtt(join(root, 'asyncapi/asyncapi.yaml')),
+    'mqtt.ts': await generateMqtt(asyncapiPath),
+    'mqtt-payload-validators.cjs': await generateMqttPayloadValidators(asyncapiPath),
+    'mqtt-payload-validators.d.cts': await generateMqttPayloadValidatorTypes(asyncapiPath),
   };
 }
 

@@ -34,7 +34,8 @@ const isObject = (value: unknown): value is Json =>
 /** The parser names each schema it resolved under this key: a components schema by its own key. */
 const schemaIdKey = 'x-parser-schema-id';
 
-async function parseContract(path: string): Promise<AsyncAPIDocumentInterface> {
+/** The contract, parsed, validated and with every `$ref` resolved; shared with the payload validators. */
+export async function parseContract(path: string): Promise<AsyncAPIDocumentInterface> {
   const { document, diagnostics } = await fromFile(new Parser(), path).parse();
   if (!document) {
     const errors = diagnostics.filter(isFailing).map((d) => formatDiagnostic(d, process.cwd()));

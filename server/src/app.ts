@@ -12,6 +12,7 @@ import express from 'express';
 import { routes } from '../../generated/routes.ts';
 import type { AdminCode } from './accounts/admin-codes.ts';
 import type { Passwords } from './accounts/passwords.ts';
+import { countOnlineCars } from './cars/car-report-repository.ts';
 import { type Clock, systemClock } from './clock.ts';
 import type { Config } from './config.ts';
 import { bearerAuthenticator } from './http/authenticate.ts';
@@ -31,8 +32,11 @@ import { contractValidators } from './http/validation.ts';
 import { ensureSigningKey } from './identity/signing-keys.ts';
 import { createLogger, type Logger } from './logger.ts';
 import { createMetrics, listenForMetrics } from './metrics.ts';
+import { type BrokerConnection, createBridge } from './mqtt/bridge.ts';
+import { createBridgeMetrics } from './mqtt/bridge-metrics.ts';
 import { noBrokerYet } from './mqtt/broker-accounts.ts';
 import { createRedisCredentialStore, createSqlCredentialStore } from './mqtt/credentials.ts';
+import type { TelemetryBatchOptions } from './mqtt/telemetry-batch.ts';
 import { createServices } from './services.ts';
 import {
   type Db,
@@ -54,6 +58,13 @@ export interface AppDependencies {
   docsDir?: string;
   /** Password hashing at another scrypt cost (tests); by default the service's own. */
   passwords?: Passwords;
+  /**
+   * The broker the MQTT bridge signs in to, with the service's own credential. Without it no
+   * bridge runs: nothing cars publish is stored.
+   */
+  brokerConnection?: BrokerConnection;
+  /** How the bridge batches telemetry (tests); by default its own. */
+  telemetryBatch?: TelemetryBatchOptions;
 }
 
 export interface RunningApp {
@@ -115,6 +126,16 @@ export function createApp(config: Config, deps: AppDependencies = {}) {
   const contract = JSON.parse(readFileSync(contractPath, 'utf8'));
 
   const metrics = createMetrics();
+  const bridge =
+    deps.brokerConnection &&
+    createBridge({
+      connection: deps.brokerConnection,
+      db,
+      clock,
+      logger,
+      metrics: createBridgeMetrics(metrics.registry, () => countOnlineCars(db)),
+      telemetryBatch: deps.telemetryBatch,
+    });
   const app = express();
   app.disable('x-powered-by');
   app.set('query parser', 'simple');
@@ -182,6 +203,8 @@ export function createApp(config: Config, deps: AppDependencies = {}) {
       // Uploads whose receivers died (a crash, a kill) are let go, and their partial files deleted,
       // now and whenever a lease could have lapsed since.
       await services.uploads.sweep();
+      // After the migrations, so that what cars report has its tables.
+      await bridge?.start();
       sweeper = setInterval(sweepUploads, config.uploadLeaseSeconds * 1000).unref();
       server = app.listen(config.port, config.host);
       answerParserErrors(server);
@@ -236,8 +259,9 @@ export function createApp(config: Config, deps: AppDependencies = {}) {
         }
         server = undefined;
       }
-      // Cut uploads release their URL and delete their partial file before the store closes.
-      await Promise.all([services.uploads.settled(), sweeping]);
+      // Cut uploads release their URL and delete their partial file, and the bridge writes the
+      // telemetry still waiting, before the store closes.
+      await Promise.all([services.uploads.settled(), sweeping, bridge?.stop()]);
       await services.storeReadiness.close();
       await credentials.close();
       if (ownsDb) await db.destroy();

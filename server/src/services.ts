@@ -3,6 +3,7 @@ import { createAccountService } from './accounts/account-service.ts';
 import { createAdminCodeService } from './accounts/admin-codes.ts';
 import { createPasswords, type Passwords } from './accounts/passwords.ts';
 import { createTokenService } from './auth/token-service.ts';
+import { createCarReportService } from './cars/car-report-service.ts';
 import { createCarService } from './cars/car-service.ts';
 import type { Clock } from './clock.ts';
 import type { Config } from './config.ts';
@@ -49,6 +50,7 @@ export function createServices(deps: {
     signIn: createSignInService({ db, clock, tokens, failures, audience: deps.audience }),
     uploads,
     cars: createCarService({ db, clock, credentials: deps.credentials, broker: deps.broker }),
+    carReports: createCarReportService({ db }),
     miniApps: createMiniAppService({ db, clock, uploads }),
   };
 }

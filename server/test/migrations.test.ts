@@ -18,6 +18,10 @@ const tables = [
   'cars',
   'brand_connectors',
   'key_values',
+  'car_status_reports',
+  'car_presence',
+  'car_locations',
+  'car_telemetry',
 ];
 
 async function existingTables(store: TestStore): Promise<string[]> {

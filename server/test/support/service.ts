@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { AdminCode } from '../../src/accounts/admin-codes.ts';
 import { createPasswords, passwordCost } from '../../src/accounts/passwords.ts';
-import { createApp } from '../../src/app.ts';
+import { type AppDependencies, createApp } from '../../src/app.ts';
 import { type Config, loadConfig } from '../../src/config.ts';
 import { createLogger } from '../../src/logger.ts';
 import { openTestStore, type TestStore } from './store.ts';
@@ -57,6 +57,8 @@ export async function startTestService(
     clockRuns?: boolean;
     /** A data folder the caller owns (replicas sharing one); by default one of the test's own. */
     dataDir?: string;
+    /** The broker the MQTT bridge signs in to, and how it batches telemetry. */
+    bridge?: Pick<AppDependencies, 'brokerConnection' | 'telemetryBatch'>;
   } = {},
 ): Promise<TestService> {
   // Package files go to a data folder of the test's own; the store is given below.
@@ -82,6 +84,7 @@ export async function startTestService(
     logger,
     docsDir: options.docsDir,
     passwords: cheapPasswords,
+    ...options.bridge,
   });
   const { url, metricsUrl, adminCodes } = await app.start();
   return {

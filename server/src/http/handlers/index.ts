@@ -2,6 +2,7 @@
 import type { Services } from '../../services.ts';
 import type { Handlers } from '../bind-handlers.ts';
 import { accountHandlers } from './accounts.ts';
+import { carReadHandlers } from './car-reads.ts';
 import { carHandlers } from './cars.ts';
 import { developerHandlers } from './developer.ts';
 import { miniAppHandlers } from './mini-apps.ts';
@@ -17,6 +18,7 @@ export function createHandlers(services: Services): Handlers {
     ...developerHandlers(services),
     ...miniAppHandlers(services),
     ...carHandlers(services),
+    ...carReadHandlers(services),
     ...notOfferedHandlers(),
   };
 }

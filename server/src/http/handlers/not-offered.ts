@@ -1,6 +1,7 @@
 /**
- * Operations the contract already has and this service does not offer yet (vehicles). They answer 501, as the contract says; vehicle routes check the device id first,
- * so a malformed id is the 422 it will always be.
+ * Operations the contract already has and this service does not offer yet (pairing, transfer,
+ * identity tokens). They answer 501, as the contract says; vehicle routes check the device id
+ * first, so a malformed id is the 422 it will always be.
  */
 import type { OperationId } from '../../../../generated/routes.ts';
 import type { Handlers } from '../bind-handlers.ts';
@@ -21,11 +22,8 @@ function vehicle(operationId: OperationId) {
 
 export function notOfferedHandlers() {
   return {
-    getCarInstall: vehicle('getCarInstall'),
     pairCar: vehicle('pairCar'),
     unpairCar: vehicle('unpairCar'),
-    getCarStatus: vehicle('getCarStatus'),
-    getCarLocation: vehicle('getCarLocation'),
     transferCar: vehicle('transferCar'),
     createIdentityToken: vehicle('createIdentityToken'),
   } satisfies Partial<Handlers>;

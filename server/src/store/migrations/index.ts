@@ -10,6 +10,7 @@ import * as adminClaims from './20261123090000_admin_claims.ts';
 import * as uploadLeases from './20261201090000_upload_leases.ts';
 import * as uploadClaims from './20261201100000_upload_claims.ts';
 import * as cars from './20261210090000_cars.ts';
+import * as carReports from './20261215090000_car_reports.ts';
 
 interface Migration {
   up(db: Knex): Promise<void>;
@@ -24,6 +25,7 @@ const migrations: [name: string, migration: Migration][] = [
   ['20261201090000_upload_leases', uploadLeases],
   ['20261201100000_upload_claims', uploadClaims],
   ['20261210090000_cars', cars],
+  ['20261215090000_car_reports', carReports],
 ];
 
 export const migrationSource: Knex.MigrationSource<[string, Migration]> = {

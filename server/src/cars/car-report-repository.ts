@@ -1,0 +1,200 @@
+/**
+ * SQL for what cars report over MQTT. Every write names the car and stores nothing when no such
+ * car is provisioned (it says so by returning false, or by leaving the car out of what it
+ * returns), so the bridge needs no look-up of its own and a decommissioned car's late messages
+ * are not kept.
+ */
+import type { Db } from '../store/db.ts';
+
+export interface StatusReport {
+  deviceId: string;
+  hostVersion: string;
+  installedApps: { app_id: string; version: string }[];
+  state: Record<string, unknown>;
+  reportedAt: string;
+  receivedAt: Date;
+}
+
+export interface TelemetryRow {
+  device_id: string;
+  recorded_at: string;
+  received_at: string;
+  latitude: number;
+  longitude: number;
+  accuracy_m: number | null;
+  heading_deg: number | null;
+  speed_kmh: number | null;
+  odometer_km: number | null;
+  battery_percent: number | null;
+  /** Whether the message came live (not a retained replay), so that it counts as a sighting. */
+  live: boolean;
+}
+
+/** `last_seen` moves forward only: a sighting older than the one kept changes nothing. */
+const upsertSeen = `
+  on conflict (device_id) do update
+  set last_seen = greatest(car_presence.last_seen, excluded.last_seen)`;
+
+/** The car's last report replaces the one kept; `seenAt` (a live message) moves its last seen. */
+export async function saveStatusReport(db: Db, report: StatusReport, seenAt?: Date): Promise<boolean> {
+  return db.transaction(async (trx) => {
+    const { rows } = await trx.raw(
+      `insert into car_status_reports (device_id, host_version, installed_apps, state, reported_at, received_at)
+       select device_id, ?, ?::jsonb, ?::jsonb, ?, ? from cars where device_id = ?
+       on conflict (device_id) do update
+       set host_version = excluded.host_version, installed_apps = excluded.installed_apps,
+           state = excluded.state, reported_at = excluded.reported_at, received_at = excluded.received_at
+       returning device_id`,
+      [
+        report.hostVersion,
+        JSON.stringify(report.installedApps),
+        JSON.stringify(report.state),
+        report.reportedAt,
+        report.receivedAt,
+        report.deviceId,
+      ],
+    );
+    if (rows.length === 0) return false;
+    if (seenAt) await markSeen(trx, report.deviceId, seenAt);
+    return true;
+  });
+}
+
+/** Online or offline, as the car's presence message last said; `seenAt` as for status. */
+export async function savePresence(
+  db: Db,
+  presence: { deviceId: string; online: boolean },
+  seenAt?: Date,
+): Promise<boolean> {
+  const { rows } = await db.raw(
+    `insert into car_presence (device_id, online, last_seen)
+     select device_id, ?, ?::timestamptz from cars where device_id = ?
+     on conflict (device_id) do update
+     set online = excluded.online,
+         last_seen = greatest(car_presence.last_seen, excluded.last_seen)
+     returning device_id`,
+    [presence.online, seenAt ?? null, presence.deviceId],
+  );
+  return rows.length > 0;
+}
+
+/** A message that changes nothing else still shows the car was there. */
+export async function markSeen(db: Db, deviceId: string, seenAt: Date): Promise<boolean> {
+  const { rows } = await db.raw(
+    `insert into car_presence (device_id, last_seen)
+     select device_id, ? from cars where device_id = ?
+     ${upsertSeen}
+     returning device_id`,
+    [seenAt, deviceId],
+  );
+  return rows.length > 0;
+}
+
+/**
+ * One batch of telemetry in one statement: every fix into the history, each car's last fix of the
+ * batch as its location, and its last live message as last seen. Returns the device id of each
+ * row stored; rows of cars not provisioned are left out.
+ */
+export async function saveTelemetry(db: Db, rows: TelemetryRow[]): Promise<string[]> {
+  const batch = rows.map((row, seq) => ({ ...row, seq }));
+  const { rows: stored } = await db.raw(
+    `with batch as (
+       select b.* from jsonb_to_recordset(?::jsonb) as b(
+         seq int, device_id text, recorded_at timestamptz, received_at timestamptz,
+         latitude float8, longitude float8, accuracy_m float8, heading_deg float8, speed_kmh float8,
+         odometer_km float8, battery_percent float8, live boolean)
+       where exists (select 1 from cars where cars.device_id = b.device_id)
+     ),
+     last_fix as (
+       insert into car_locations (device_id, latitude, longitude, accuracy_m, heading_deg, speed_kmh, recorded_at)
+       select distinct on (device_id) device_id, latitude, longitude, accuracy_m, heading_deg, speed_kmh, recorded_at
+       from batch order by device_id, seq desc
+       on conflict (device_id) do update
+       set latitude = excluded.latitude, longitude = excluded.longitude, accuracy_m = excluded.accuracy_m,
+           heading_deg = excluded.heading_deg, speed_kmh = excluded.speed_kmh, recorded_at = excluded.recorded_at
+     ),
+     seen as (
+       insert into car_presence (device_id, last_seen)
+       select device_id, max(received_at) from batch where live group by device_id
+       ${upsertSeen}
+     )
+     insert into car_telemetry (device_id, recorded_at, received_at, latitude, longitude, accuracy_m,
+                                heading_deg, speed_kmh, odometer_km, battery_percent)
+     select device_id, recorded_at, received_at, latitude, longitude, accuracy_m,
+            heading_deg, speed_kmh, odometer_km, battery_percent
+     from batch order by seq
+     returning device_id`,
+    [JSON.stringify(batch)],
+  );
+  return stored.map((row: { device_id: string }) => row.device_id);
+}
+
+export interface CarStatusRow {
+  device_id: string;
+  brand: string;
+  owner_id: string | null;
+  online: boolean | null;
+  last_seen: Date | null;
+  state: Record<string, unknown> | null;
+  host_version: string | null;
+  installed_apps: { app_id: string; version: string }[] | null;
+  reported_at: Date | null;
+}
+
+/** The car with its presence and last report; the report's columns are null before the first. */
+export async function findCarStatus(db: Db, deviceId: string): Promise<CarStatusRow | undefined> {
+  return db('cars')
+    .leftJoin('car_presence', 'car_presence.device_id', 'cars.device_id')
+    .leftJoin('car_status_reports', 'car_status_reports.device_id', 'cars.device_id')
+    .where('cars.device_id', deviceId)
+    .first(
+      'cars.device_id',
+      'cars.brand',
+      'cars.owner_id',
+      'car_presence.online',
+      'car_presence.last_seen',
+      'car_status_reports.state',
+      'car_status_reports.host_version',
+      'car_status_reports.installed_apps',
+      'car_status_reports.reported_at',
+    );
+}
+
+export interface CarLocationRow {
+  device_id: string;
+  brand: string;
+  owner_id: string | null;
+  latitude: number | null;
+  longitude: number | null;
+  accuracy_m: number | null;
+  heading_deg: number | null;
+  speed_kmh: number | null;
+  recorded_at: Date | null;
+}
+
+/** The car with its last fix; the fix's columns are null before the first. */
+export async function findCarLocation(db: Db, deviceId: string): Promise<CarLocationRow | undefined> {
+  return db('cars')
+    .leftJoin('car_locations', 'car_locations.device_id', 'cars.device_id')
+    .where('cars.device_id', deviceId)
+    .first(
+      'cars.device_id',
+      'cars.brand',
+      'cars.owner_id',
+      'car_locations.latitude',
+      'car_locations.longitude',
+      'car_locations.accuracy_m',
+      'car_locations.heading_deg',
+      'car_locations.speed_kmh',
+      'car_locations.recorded_at',
+    );
+}
+
+/** Cars whose last presence message said online. */
+export async function countOnlineCars(db: Db): Promise<number> {
+  const row = await db('car_presence')
+    .where({ online: true })
+    .count<{ count: string | number }>('* as count')
+    .first();
+  return Number(row?.count ?? 0);
+}

@@ -1,0 +1,84 @@
+/**
+ * The vehicle read routes: what a car last reported over MQTT, for its owner and for admins. To
+ * anyone else a car they may not see is one that does not exist (a VIN is printed on the
+ * windshield: existence must not leak), so both are the same 404.
+ */
+import type { Brand } from '@svc/sdk';
+import type { components } from '../../../generated/openapi.ts';
+import type { Principal } from '../auth/principal.ts';
+import { NotFoundError } from '../errors.ts';
+import type { Db } from '../store/db.ts';
+import { findCarLocation, findCarStatus } from './car-report-repository.ts';
+
+export type CarStatus = components['schemas']['CarStatus'];
+export type Location = components['schemas']['Location'];
+export type Install = components['schemas']['Install'];
+
+/** Owners come with pairing; until then only admins read cars. */
+function maySee(principal: Principal, car: { owner_id: string | null }): boolean {
+  return principal.isAdmin || car.owner_id === principal.accountId;
+}
+
+function visible<Row extends { owner_id: string | null }>(
+  principal: Principal,
+  deviceId: string,
+  row: Row | undefined,
+): Row {
+  if (!row || !maySee(principal, row)) {
+    throw new NotFoundError('car_not_found', `No car ${deviceId} is provisioned, or you may not see it.`);
+  }
+  return row;
+}
+
+/** Optional numbers of a fix are left out when the car did not send them, as in its telemetry. */
+function present<T extends Record<string, number | null>>(fields: T): Partial<Record<keyof T, number>> {
+  return Object.fromEntries(Object.entries(fields).filter(([, value]) => value !== null)) as Partial<
+    Record<keyof T, number>
+  >;
+}
+
+export function createCarReportService(deps: { db: Db }) {
+  const { db } = deps;
+  return {
+    async status(principal: Principal, deviceId: string): Promise<CarStatus> {
+      const row = visible(principal, deviceId, await findCarStatus(db, deviceId));
+      return {
+        device_id: row.device_id,
+        brand: row.brand as Brand,
+        online: row.online ?? false,
+        last_seen: row.last_seen?.toISOString() ?? null,
+        state: row.state ?? {},
+        reported_at: row.reported_at?.toISOString() ?? null,
+      };
+    },
+
+    /** Before the car's first report: no host version, no apps, no report time. */
+    async install(principal: Principal, deviceId: string): Promise<Install> {
+      const row = visible(principal, deviceId, await findCarStatus(db, deviceId));
+      return {
+        device_id: row.device_id,
+        brand: row.brand as Brand,
+        host_version: row.host_version,
+        installed_apps: row.installed_apps ?? [],
+        reported_at: row.reported_at?.toISOString() ?? null,
+      };
+    },
+
+    async location(principal: Principal, deviceId: string): Promise<Location> {
+      const row = visible(principal, deviceId, await findCarLocation(db, deviceId));
+      if (row.latitude === null || row.longitude === null || row.recorded_at === null) {
+        throw new NotFoundError('no_location_yet', `The car ${deviceId} has sent no location fix yet.`);
+      }
+      return {
+        device_id: row.device_id,
+        brand: row.brand as Brand,
+        latitude: row.latitude,
+        longitude: row.longitude,
+        ...present({ accuracy_m: row.accuracy_m, heading_deg: row.heading_deg, speed_kmh: row.speed_kmh }),
+        recorded_at: row.recorded_at.toISOString(),
+      };
+    },
+  };
+}
+
+export type CarReportService = ReturnType<typeof createCarReportService>;

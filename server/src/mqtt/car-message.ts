@@ -1,0 +1,70 @@
+/**
+ * One MQTT message from a car, read as the contract says: a topic the service receives, the
+ * device it names, a JSON payload that passes its AsyncAPI schema, and a payload `device_id` and
+ * `brand` that agree with the topic. Anything else is a drop reason, never an exception.
+ */
+import { DeviceIdError, fromTopicSegments } from '@svc/sdk';
+import {
+  type CarTopicPayloads,
+  parseCarTopic,
+  type ServiceReceivedSuffix,
+  serviceReceives,
+} from '../../../generated/mqtt.ts';
+import { payloadValidators } from '../../../generated/mqtt-payload-validators.cjs';
+
+/** Why the bridge drops a message: a bounded set, so each is a metric label. */
+export const dropReasons = [
+  'invalid_topic',
+  'not_json',
+  'invalid_payload',
+  'topic_mismatch',
+  'unknown_car',
+  'handler_failed',
+] as const;
+
+export type DropReason = (typeof dropReasons)[number];
+
+export type CarMessage = {
+  [S in ServiceReceivedSuffix]: { suffix: S; deviceId: string; payload: CarTopicPayloads[S] };
+}[ServiceReceivedSuffix];
+
+export type ReadMessage =
+  | { ok: true; message: CarMessage }
+  | { ok: false; reason: DropReason; suffix?: ServiceReceivedSuffix; deviceId?: string; detail?: string };
+
+const received: ReadonlySet<string> = new Set(serviceReceives);
+const isReceived = (suffix: string): suffix is ServiceReceivedSuffix => received.has(suffix);
+// Invalid UTF-8 is not JSON: decoding fails rather than smuggling in replacement characters.
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+
+export function readCarMessage(topic: string, bytes: Uint8Array): ReadMessage {
+  const parts = parseCarTopic(topic);
+  if (!parts || !isReceived(parts.suffix)) return { ok: false, reason: 'invalid_topic' };
+  const { suffix } = parts;
+  let deviceId: string;
+  try {
+    deviceId = fromTopicSegments(parts.brand, parts.nativeId);
+  } catch (error) {
+    if (error instanceof DeviceIdError) return { ok: false, reason: 'invalid_topic', suffix };
+    throw error;
+  }
+  let payload: unknown;
+  try {
+    payload = JSON.parse(utf8.decode(bytes));
+  } catch {
+    return { ok: false, reason: 'not_json', suffix, deviceId };
+  }
+  const validate = payloadValidators[suffix];
+  if (!validate(payload)) {
+    // Where and what rule, never the value: a payload may hold anything.
+    const detail = (validate.errors ?? [])
+      .slice(0, 3)
+      .map((e) => `${e.instancePath || '/'} ${e.message ?? e.keyword}`)
+      .join('; ');
+    return { ok: false, reason: 'invalid_payload', suffix, deviceId, detail };
+  }
+  if (payload.device_id !== deviceId || payload.brand !== parts.brand) {
+    return { ok: false, reason: 'topic_mismatch', suffix, deviceId };
+  }
+  return { ok: true, message: { suffix, deviceId, payload } as CarMessage };
+}
