@@ -166,7 +166,12 @@ export class SimulatedCar {
       this.options.warn(describeConnectError(error, this.deviceId, mqttUrl).message),
     );
 
-    const granted = await client.subscribeAsync(this.topic('cmd'), { qos: carTopicQos.cmd });
+    const granted = await client
+      .subscribeAsync(this.topic('cmd'), { qos: carTopicQos.cmd })
+      .catch((error: unknown) => {
+        client.end(true);
+        throw describeConnectError(error, credential.deviceId, mqttUrl);
+      });
     if (granted.some((grant) => grant.qos === 128)) {
       await client.endAsync(true);
       throw new SimulatorError(
