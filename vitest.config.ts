@@ -7,7 +7,7 @@ import { defineConfig } from 'vitest/config';
 
 export default defineConfig({
   test: {
-    include: ['{scripts,client,ssh,manifest,server,cli}/test/**/*.test.ts'],
+    include: ['{scripts,client,ssh,manifest,server,cli,simulator}/test/**/*.test.ts'],
     exclude: ['**/node_modules/**', '**/fixtures/**'],
     // The CLI bundle the end-to-end tests run, built once for all of them.
     globalSetup: ['scripts/test/build-cli.global.ts'],
@@ -32,7 +32,14 @@ export default defineConfig({
     },
     coverage: {
       provider: 'v8',
-      include: ['client/src/**', 'ssh/src/**', 'manifest/src/**', 'server/src/**', 'cli/src/**'],
+      include: [
+        'client/src/**',
+        'ssh/src/**',
+        'manifest/src/**',
+        'server/src/**',
+        'cli/src/**',
+        'simulator/src/**',
+      ],
       reporter: ['text-summary'],
     },
   },

@@ -1,0 +1,39 @@
+/** The simulator's user-facing failures: a message that says what to do, printed without a stack. */
+
+export class SimulatorError extends Error {
+  override readonly name = 'SimulatorError';
+}
+
+interface ErrorWithCode {
+  code?: unknown;
+  message?: unknown;
+}
+
+/** MQTT 3.1.1 CONNACK return codes that mean the broker refused the credential. */
+const refusedCredential = new Set([4, 5]);
+
+const networkReasons: Readonly<Record<string, string>> = {
+  ECONNREFUSED: 'nothing listens there',
+  ENOTFOUND: 'no such host',
+  EAI_AGAIN: 'the host name does not resolve just now',
+  ETIMEDOUT: 'it does not answer',
+  EHOSTUNREACH: 'the host is unreachable',
+  ECONNRESET: 'it closed the connection',
+};
+
+/** Why one car could not connect, in the operator's words. */
+export function describeConnectError(error: unknown, deviceId: string, mqttUrl: string): SimulatorError {
+  const { code, message } = (error ?? {}) as ErrorWithCode;
+  if (typeof code === 'number' && refusedCredential.has(code)) {
+    return new SimulatorError(
+      `car ${deviceId}: the broker at ${mqttUrl} refused its password: it is wrong, or it was rotated or the car decommissioned since the credentials were saved`,
+    );
+  }
+  if (typeof code === 'string' && code in networkReasons) {
+    return new SimulatorError(
+      `cannot reach the broker at ${mqttUrl} (${networkReasons[code]}): is the service running, and is --mqtt-url right?`,
+    );
+  }
+  const detail = typeof message === 'string' && message !== '' ? message : String(error);
+  return new SimulatorError(`car ${deviceId}: cannot connect to the broker at ${mqttUrl}: ${detail}`);
+}

@@ -1,0 +1,93 @@
+/** A fleet of simulated cars on one broker: `startSimulator` connects them all, `stop()` takes them off. */
+import { type CarCredential, type InstalledApp, SimulatedCar } from './car.ts';
+import { Route, type Waypoint } from './route.ts';
+
+export interface TextSink {
+  write(text: string): unknown;
+}
+
+export interface SimulatorOptions {
+  /** Default `mqtt://127.0.0.1:1883`, the service's embedded broker. */
+  mqttUrl?: string;
+  cars: readonly CarCredential[];
+  /** Default 10 s. */
+  statusEveryMs?: number;
+  /** Default 1 s. */
+  telemetryEveryMs?: number;
+  /** The host runtime version each car reports; default 2.14.0. */
+  hostVersion?: string;
+  /** What each car has installed when it starts; default nothing. */
+  installedApps?: readonly InstalledApp[];
+  /** The loop the cars drive, spread evenly along it; default a ring around central Munich. */
+  route?: readonly Waypoint[];
+  /** Where what the cars show goes (pairing codes); default stdout. */
+  output?: TextSink;
+  /** Where problems after start go (lost connections); default stderr. */
+  warnings?: TextSink;
+  clock?: () => Date;
+  /** How many cars connect at the same time; default 20, so that a large fleet does not flood the broker's accept queue. */
+  connectConcurrency?: number;
+  /** Default 10 s. */
+  connectTimeoutMs?: number;
+  /** Default 1 s. */
+  reconnectPeriodMs?: number;
+}
+
+export interface Simulator {
+  readonly cars: readonly SimulatedCar[];
+  /** Every car says `offline` and disconnects. */
+  stop(): Promise<void>;
+}
+
+export const defaultMqttUrl = 'mqtt://127.0.0.1:1883';
+
+/** Connects every car; when one cannot, disconnects those that did and throws its SimulatorError. */
+export async function startSimulator(options: SimulatorOptions): Promise<Simulator> {
+  const route = new Route(options.route);
+  const output = options.output ?? process.stdout;
+  const warnings = options.warnings ?? process.stderr;
+  const total = options.cars.length;
+  const started: SimulatedCar[] = new Array(total);
+  let failure: unknown;
+  let next = 0;
+
+  async function startNext(): Promise<void> {
+    while (failure === undefined && next < total) {
+      const index = next++;
+      const credential = options.cars[index] as CarCredential;
+      try {
+        started[index] = await SimulatedCar.start({
+          mqttUrl: options.mqttUrl ?? defaultMqttUrl,
+          credential,
+          statusEveryMs: options.statusEveryMs ?? 10_000,
+          telemetryEveryMs: options.telemetryEveryMs ?? 1000,
+          route,
+          startKm: (route.lengthKm * index) / Math.max(1, total),
+          // 30 to 54 km/h: city traffic, each car a little different.
+          cruiseKmh: 30 + ((index * 7) % 25),
+          hostVersion: options.hostVersion ?? '2.14.0',
+          installedApps: options.installedApps ?? [],
+          show: (line) => output.write(`${line}\n`),
+          warn: (line) => warnings.write(`${line}\n`),
+          clock: options.clock ?? (() => new Date()),
+          connectTimeoutMs: options.connectTimeoutMs ?? 10_000,
+          reconnectPeriodMs: options.reconnectPeriodMs ?? 1000,
+        });
+      } catch (error) {
+        failure ??= error;
+      }
+    }
+  }
+
+  const lanes = Math.max(1, Math.min(options.connectConcurrency ?? 20, total));
+  await Promise.all(Array.from({ length: lanes }, startNext));
+  const cars = started.filter((car): car is SimulatedCar => car !== undefined);
+  const stop = async () => {
+    await Promise.all(cars.map((car) => car.stop()));
+  };
+  if (failure !== undefined) {
+    await stop();
+    throw failure;
+  }
+  return { cars, stop };
+}

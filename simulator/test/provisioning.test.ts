@@ -1,0 +1,149 @@
+/**
+ * Cars provisioned on the fly through a real service's admin API: the credentials they get are the
+ * ones the service keeps. The broker here signs cars in from the service's own credential store
+ * (`mqtt:auth:{deviceId}`), as the service's broker does.
+ */
+import assert from 'node:assert/strict';
+import { mkdtempSync, statSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { isValidDeviceId } from '@svc/sdk';
+import { afterAll, beforeAll, describe, test } from 'vitest';
+import { createSqlCredentialStore, secretMatches } from '../../server/src/mqtt/credentials.ts';
+import { type Developer, signUpAdmin, signUpDeveloper } from '../../server/test/support/accounts.ts';
+import { call } from '../../server/test/support/http.ts';
+import { startTestService, type TestService } from '../../server/test/support/service.ts';
+import { provisionCars, runCli, SimulatorError, startSimulator } from '../src/index.ts';
+import { startTestBroker, type TestBroker } from './support/broker.ts';
+
+let service: TestService;
+let admin: Developer;
+let broker: TestBroker;
+
+beforeAll(async () => {
+  // Port 0: whatever broker this service runs must not take the machine's 1883.
+  service = await startTestService({ SVC_ADMIN_EMAILS: 'root@example.com', MQTT_PORT: '0' });
+  admin = await signUpAdmin(service, 'root@example.com');
+  const credentials = createSqlCredentialStore(service.store.db);
+  broker = await startTestBroker(async (username, password) => {
+    const credential = username === undefined ? undefined : await credentials.get(username);
+    return credential !== undefined && password !== undefined && secretMatches(password, credential);
+  });
+});
+afterAll(async () => {
+  await broker?.close();
+  await service?.stop();
+});
+
+describe('cars provisioned on the fly', () => {
+  test('when an admin provisions cars then each gets a VIN of its brand, the service lists it, and its credential signs in', async () => {
+    const cars = await provisionCars({ apiUrl: service.url, token: admin.token, count: 3, brand: 'brand_a' });
+    assert.equal(cars.length, 3);
+    assert.equal(new Set(cars.map((c) => c.deviceId)).size, 3);
+    for (const car of cars) {
+      assert.match(car.deviceId, /^brand_a:[A-HJ-NPR-Z0-9]{17}$/);
+      assert.ok(isValidDeviceId(car.deviceId));
+      const listed = await call(
+        service.url,
+        'GET',
+        `/api/v1/admin/cars?device_id=${encodeURIComponent(car.deviceId)}`,
+        {
+          token: admin.token,
+        },
+      );
+      assert.equal(listed.body.cars.length, 1);
+    }
+    const simulator = await startSimulator({ mqttUrl: broker.url, cars, warnings: { write: () => true } });
+    try {
+      for (const car of cars) {
+        const online = await broker.waitFor(
+          (m) => m.clientId === car.deviceId && m.topic.endsWith('/presence'),
+        );
+        assert.equal(JSON.parse(online.payload).state, 'online');
+      }
+    } finally {
+      await simulator.stop();
+    }
+  });
+
+  test('when a car is rotated after provisioning then its old password is refused, naming the car', async () => {
+    const [car] = await provisionCars({
+      apiUrl: service.url,
+      token: admin.token,
+      count: 1,
+      brand: 'brand_b',
+    });
+    assert.ok(car);
+    const rotated = await call(
+      service.url,
+      'POST',
+      `/api/v1/admin/cars/${encodeURIComponent(car.deviceId)}/credential`,
+      {
+        token: admin.token,
+      },
+    );
+    assert.equal(rotated.status, 201);
+    await assert.rejects(
+      startSimulator({ mqttUrl: broker.url, cars: [car], warnings: { write: () => true } }),
+      (error: unknown) =>
+        error instanceof SimulatorError && error.message.includes(`car ${car.deviceId}: the broker`),
+    );
+  });
+
+  test('when svc-car-sim --cars provisions with --save-credentials then the cars come online and the file runs them again', async () => {
+    const folder = mkdtempSync(join(tmpdir(), 'svc-car-sim-'));
+    const saved = join(folder, 'cars.json');
+    const stop = new AbortController();
+    let stderr = '';
+    const code = await runCli(
+      ['--cars', '2', '--api-url', service.url, '--save-credentials', saved, '--mqtt-url', broker.url],
+      {
+        stdout: { write: () => true },
+        stderr: {
+          write: (text: string) => {
+            stderr += text;
+            if (text.includes('Ctrl-C to stop')) stop.abort();
+          },
+        },
+        env: { SVC_TOKEN: admin.token },
+        stop: stop.signal,
+      },
+    );
+    assert.equal(code, 0, stderr);
+    assert.match(stderr, new RegExp(`provisioned 2 car\\(s\\) of brand_a at ${service.url}`));
+    assert.equal(statSync(saved).mode & 0o777, 0o600, 'passwords readable by the owner only');
+    const entries = JSON.parse(await readFile(saved, 'utf8')) as { device_id: string; password: string }[];
+    assert.equal(entries.length, 2);
+
+    const again = new AbortController();
+    let rerun = '';
+    const second = await runCli(['--credentials', saved, '--mqtt-url', broker.url], {
+      stdout: { write: () => true },
+      stderr: {
+        write: (text: string) => {
+          rerun += text;
+          if (text.includes('Ctrl-C to stop')) again.abort();
+        },
+      },
+      env: {},
+      stop: again.signal,
+    });
+    assert.equal(second, 0, rerun);
+    for (const { device_id } of entries) assert.ok(rerun.includes(device_id));
+  });
+
+  test("when the token is not an admin's then provisioning fails saying an admin is needed", async () => {
+    const developer = await signUpDeveloper(service.url);
+    let stderr = '';
+    const code = await runCli(['--cars', '1', '--api-url', service.url, '--token', developer.token], {
+      stdout: { write: () => true },
+      stderr: { write: (text: string) => (stderr += text) },
+      env: {},
+      stop: new AbortController().signal,
+    });
+    assert.equal(code, 1);
+    assert.match(stderr, /^svc-car-sim: provisioning cars needs an admin's token: /);
+    assert.doesNotMatch(stderr, /\n\s+at /);
+  });
+});
