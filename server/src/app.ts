@@ -31,8 +31,9 @@ import { contractValidators } from './http/validation.ts';
 import { ensureSigningKey } from './identity/signing-keys.ts';
 import { createLogger, type Logger } from './logger.ts';
 import { createMetrics, listenForMetrics } from './metrics.ts';
-import { noBrokerYet } from './mqtt/broker-accounts.ts';
+import type { ServiceBroker } from './mqtt/broker.ts';
 import { createRedisCredentialStore, createSqlCredentialStore } from './mqtt/credentials.ts';
+import { createEmbeddedBroker } from './mqtt/embedded-broker.ts';
 import { createServices } from './services.ts';
 import {
   type Db,
@@ -60,19 +61,25 @@ export interface RunningApp {
   url: string;
   /** Where Prometheus reads the metrics. */
   metricsUrl: string;
+  /** Where cars connect: the embedded broker (its real port when MQTT_PORT is 0), or MQTT_URL. */
+  mqttUrl: string;
   /** One-time codes for the listed admin emails not yet claimed: for the operator's eyes only. */
   adminCodes: AdminCode[];
 }
 
+/** Which listener: `''` the API, `METRICS` the metrics, `MQTT` the embedded broker. */
+export type Listener = '' | 'METRICS' | 'MQTT';
+
 /**
  * A listener that could not start, with the prefix of the settings that place it: `''` for the
- * API (HOST, PORT), `METRICS` for the metrics (METRICS_HOST, METRICS_PORT).
+ * API (HOST, PORT), `METRICS` for the metrics (METRICS_HOST, METRICS_PORT), `MQTT` for the
+ * embedded broker (HOST, MQTT_PORT).
  */
 export class ListenError extends Error {
   override readonly name = 'ListenError';
   readonly code: string | undefined;
-  readonly settings: '' | 'METRICS';
-  constructor(settings: '' | 'METRICS', cause: unknown) {
+  readonly settings: Listener;
+  constructor(settings: Listener, cause: unknown) {
     super(cause instanceof Error ? cause.message : String(cause), { cause });
     this.settings = settings;
     this.code = (cause as NodeJS.ErrnoException | undefined)?.code;
@@ -103,6 +110,12 @@ export function createApp(config: Config, deps: AppDependencies = {}) {
   const credentials = config.redisUrl
     ? createRedisCredentialStore(config.redisUrl)
     : createSqlCredentialStore(db);
+  const broker: ServiceBroker = createEmbeddedBroker({
+    credentials,
+    host: config.host,
+    port: config.mqttPort,
+    logger,
+  });
   const services = createServices({
     db,
     config,
@@ -110,7 +123,7 @@ export function createApp(config: Config, deps: AppDependencies = {}) {
     audience,
     passwords: deps.passwords,
     credentials,
-    broker: noBrokerYet,
+    broker: broker.accounts,
   });
   const contract = JSON.parse(readFileSync(contractPath, 'utf8'));
 
@@ -165,6 +178,7 @@ export function createApp(config: Config, deps: AppDependencies = {}) {
   return {
     app,
     services,
+    broker,
     async start(): Promise<RunningApp> {
       await storeOpened(db);
       // Start-up is no request: on Postgres it runs over a connection of its own, without the
@@ -183,6 +197,13 @@ export function createApp(config: Config, deps: AppDependencies = {}) {
       // now and whenever a lease could have lapsed since.
       await services.uploads.sweep();
       sweeper = setInterval(sweepUploads, config.uploadLeaseSeconds * 1000).unref();
+      let mqttUrl: string;
+      try {
+        mqttUrl = await broker.start();
+      } catch (error) {
+        if (config.mqttUrl) throw error;
+        throw new ListenError('MQTT', error);
+      }
       server = app.listen(config.port, config.host);
       answerParserErrors(server);
       // Each request's own deadline is kept by `requestPacing`; Node's, one for the whole server,
@@ -205,17 +226,19 @@ export function createApp(config: Config, deps: AppDependencies = {}) {
       } catch (error) {
         throw new ListenError('METRICS', error);
       }
-      return { url: listeningUrl, metricsUrl, adminCodes };
+      return { url: listeningUrl, metricsUrl, mqttUrl, adminCodes };
     },
     /**
      * Stops taking connections and lets requests in flight finish for up to the shutdown grace;
      * then answers those still running 503 and closes their connections (a cut upload lets its URL
-     * go and deletes its partial file), and closes the store.
+     * go and deletes its partial file), closes the broker (or the service's connection to it),
+     * and closes the store.
      */
     async stop(): Promise<StoppedApp> {
       clearInterval(sweeper);
       metricsServer?.close();
       metricsServer = undefined;
+      const brokerStopped = broker.stop();
       let cut = 0;
       if (server) {
         const stopping = server;
@@ -237,7 +260,7 @@ export function createApp(config: Config, deps: AppDependencies = {}) {
         server = undefined;
       }
       // Cut uploads release their URL and delete their partial file before the store closes.
-      await Promise.all([services.uploads.settled(), sweeping]);
+      await Promise.all([services.uploads.settled(), sweeping, brokerStopped]);
       await services.storeReadiness.close();
       await credentials.close();
       if (ownsDb) await db.destroy();
