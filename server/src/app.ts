@@ -34,6 +34,7 @@ import { createMetrics, listenForMetrics } from './metrics.ts';
 import type { ServiceBroker } from './mqtt/broker.ts';
 import { createRedisCredentialStore, createSqlCredentialStore } from './mqtt/credentials.ts';
 import { createEmbeddedBroker } from './mqtt/embedded-broker.ts';
+import { createMosquittoBroker } from './mqtt/mosquitto-dynsec.ts';
 import { createServices } from './services.ts';
 import {
   type Db,
@@ -110,12 +111,15 @@ export function createApp(config: Config, deps: AppDependencies = {}) {
   const credentials = config.redisUrl
     ? createRedisCredentialStore(config.redisUrl)
     : createSqlCredentialStore(db);
-  const broker: ServiceBroker = createEmbeddedBroker({
-    credentials,
-    host: config.host,
-    port: config.mqttPort,
-    logger,
-  });
+  // MQTT_URL names a Mosquitto the service manages; otherwise the broker runs in this process.
+  const broker: ServiceBroker = config.mqttUrl
+    ? createMosquittoBroker({
+        url: config.mqttUrl,
+        username: config.mqttUsername ?? '',
+        password: config.mqttPassword ?? '',
+        logger,
+      })
+    : createEmbeddedBroker({ credentials, host: config.host, port: config.mqttPort, logger });
   const services = createServices({
     db,
     config,
