@@ -32,10 +32,12 @@ import { contractValidators } from './http/validation.ts';
 import { ensureSigningKey } from './identity/signing-keys.ts';
 import { createLogger, type Logger } from './logger.ts';
 import { createMetrics, listenForMetrics } from './metrics.ts';
-import { type BrokerConnection, createBridge } from './mqtt/bridge.ts';
+import { type Bridge, type BrokerConnection, createBridge } from './mqtt/bridge.ts';
 import { createBridgeMetrics } from './mqtt/bridge-metrics.ts';
-import { noBrokerYet } from './mqtt/broker-accounts.ts';
+import type { ServiceBroker } from './mqtt/broker.ts';
 import { createRedisCredentialStore, createSqlCredentialStore } from './mqtt/credentials.ts';
+import { createEmbeddedBroker } from './mqtt/embedded-broker.ts';
+import { createMosquittoBroker } from './mqtt/mosquitto-dynsec.ts';
 import type { TelemetryBatchOptions } from './mqtt/telemetry-batch.ts';
 import { createServices } from './services.ts';
 import {
@@ -71,19 +73,25 @@ export interface RunningApp {
   url: string;
   /** Where Prometheus reads the metrics. */
   metricsUrl: string;
+  /** Where cars connect: the embedded broker (its real port when MQTT_PORT is 0), or MQTT_URL. */
+  mqttUrl: string;
   /** One-time codes for the listed admin emails not yet claimed: for the operator's eyes only. */
   adminCodes: AdminCode[];
 }
 
+/** Which listener: `''` the API, `METRICS` the metrics, `MQTT` the embedded broker. */
+export type Listener = '' | 'METRICS' | 'MQTT';
+
 /**
  * A listener that could not start, with the prefix of the settings that place it: `''` for the
- * API (HOST, PORT), `METRICS` for the metrics (METRICS_HOST, METRICS_PORT).
+ * API (HOST, PORT), `METRICS` for the metrics (METRICS_HOST, METRICS_PORT), `MQTT` for the
+ * embedded broker (HOST, MQTT_PORT).
  */
 export class ListenError extends Error {
   override readonly name = 'ListenError';
   readonly code: string | undefined;
-  readonly settings: '' | 'METRICS';
-  constructor(settings: '' | 'METRICS', cause: unknown) {
+  readonly settings: Listener;
+  constructor(settings: Listener, cause: unknown) {
     super(cause instanceof Error ? cause.message : String(cause), { cause });
     this.settings = settings;
     this.code = (cause as NodeJS.ErrnoException | undefined)?.code;
@@ -114,6 +122,15 @@ export function createApp(config: Config, deps: AppDependencies = {}) {
   const credentials = config.redisUrl
     ? createRedisCredentialStore(config.redisUrl)
     : createSqlCredentialStore(db);
+  // MQTT_URL names a Mosquitto the service manages; otherwise the broker runs in this process.
+  const broker: ServiceBroker = config.mqttUrl
+    ? createMosquittoBroker({
+        url: config.mqttUrl,
+        username: config.mqttUsername ?? '',
+        password: config.mqttPassword ?? '',
+        logger,
+      })
+    : createEmbeddedBroker({ credentials, host: config.host, port: config.mqttPort, logger });
   const services = createServices({
     db,
     config,
@@ -121,21 +138,19 @@ export function createApp(config: Config, deps: AppDependencies = {}) {
     audience,
     passwords: deps.passwords,
     credentials,
-    broker: noBrokerYet,
+    broker: broker.accounts,
   });
   const contract = JSON.parse(readFileSync(contractPath, 'utf8'));
 
   const metrics = createMetrics();
-  const bridge =
-    deps.brokerConnection &&
-    createBridge({
-      connection: deps.brokerConnection,
-      db,
-      clock,
-      logger,
-      metrics: createBridgeMetrics(metrics.registry, () => countOnlineCars(db)),
-      telemetryBatch: deps.telemetryBatch,
-    });
+  const bridgeMetrics = createBridgeMetrics(metrics.registry, () => countOnlineCars(db));
+  /** The bridge signs in to the broker as the service: MQTT 5 shared subscriptions on Mosquitto. */
+  const bridgeConnection = (mqttUrl: string): BrokerConnection =>
+    deps.brokerConnection ??
+    (config.mqttUrl
+      ? { url: config.mqttUrl, ...broker.serviceCredential, protocolVersion: 5, shared: true }
+      : { url: mqttUrl, ...broker.serviceCredential, protocolVersion: 4 });
+  let bridge: Bridge | undefined;
   const app = express();
   app.disable('x-powered-by');
   app.set('query parser', 'simple');
@@ -186,6 +201,7 @@ export function createApp(config: Config, deps: AppDependencies = {}) {
   return {
     app,
     services,
+    broker,
     async start(): Promise<RunningApp> {
       await storeOpened(db);
       // Start-up is no request: on Postgres it runs over a connection of its own, without the
@@ -203,9 +219,24 @@ export function createApp(config: Config, deps: AppDependencies = {}) {
       // Uploads whose receivers died (a crash, a kill) are let go, and their partial files deleted,
       // now and whenever a lease could have lapsed since.
       await services.uploads.sweep();
-      // After the migrations, so that what cars report has its tables.
-      await bridge?.start();
       sweeper = setInterval(sweepUploads, config.uploadLeaseSeconds * 1000).unref();
+      let mqttUrl: string;
+      try {
+        mqttUrl = await broker.start();
+      } catch (error) {
+        if (config.mqttUrl) throw error;
+        throw new ListenError('MQTT', error);
+      }
+      // After the migrations, so that what cars report has its tables.
+      bridge = createBridge({
+        connection: bridgeConnection(mqttUrl),
+        db,
+        clock,
+        logger,
+        metrics: bridgeMetrics,
+        telemetryBatch: deps.telemetryBatch,
+      });
+      await bridge.start();
       server = app.listen(config.port, config.host);
       answerParserErrors(server);
       // Each request's own deadline is kept by `requestPacing`; Node's, one for the whole server,
@@ -228,17 +259,20 @@ export function createApp(config: Config, deps: AppDependencies = {}) {
       } catch (error) {
         throw new ListenError('METRICS', error);
       }
-      return { url: listeningUrl, metricsUrl, adminCodes };
+      return { url: listeningUrl, metricsUrl, mqttUrl, adminCodes };
     },
     /**
      * Stops taking connections and lets requests in flight finish for up to the shutdown grace;
      * then answers those still running 503 and closes their connections (a cut upload lets its URL
-     * go and deletes its partial file), and closes the store.
+     * go and deletes its partial file), closes the broker (or the service's connection to it),
+     * and closes the store.
      */
     async stop(): Promise<StoppedApp> {
       clearInterval(sweeper);
       metricsServer?.close();
       metricsServer = undefined;
+      // The bridge first, so that it does not take the broker's going for a fault to retry.
+      const bridgeStopped = (bridge?.stop() ?? Promise.resolve()).then(() => broker.stop());
       let cut = 0;
       if (server) {
         const stopping = server;
@@ -261,7 +295,7 @@ export function createApp(config: Config, deps: AppDependencies = {}) {
       }
       // Cut uploads release their URL and delete their partial file, and the bridge writes the
       // telemetry still waiting, before the store closes.
-      await Promise.all([services.uploads.settled(), sweeping, bridge?.stop()]);
+      await Promise.all([services.uploads.settled(), sweeping, bridgeStopped]);
       await services.storeReadiness.close();
       await credentials.close();
       if (ownsDb) await db.destroy();

@@ -3,7 +3,7 @@ import { existsSync, mkdirSync, statSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import type { AdminCode } from './accounts/admin-codes.ts';
-import { createApp, ListenError } from './app.ts';
+import { createApp, ListenError, type Listener } from './app.ts';
 import { type Config, ConfigError, loadConfig } from './config.ts';
 import { createLogger } from './logger.ts';
 import {
@@ -33,28 +33,59 @@ function loadConfigOrRefuse(): Config {
   }
 }
 
-/** A listener's place: the API's (HOST, PORT) or the metrics' (METRICS_HOST, METRICS_PORT). */
+/**
+ * A listener's place: the API's (HOST, PORT), the metrics' (METRICS_HOST, METRICS_PORT) or the
+ * embedded broker's (HOST, MQTT_PORT).
+ */
 interface Place {
-  prefix: '' | 'METRICS';
+  prefix: Listener;
   host: string;
   port: number;
-  /** The service's other listener's port: a taken port's advice never names it. */
-  otherPort: number;
+  /** The service's other listeners' ports: a taken port's advice never names them. */
+  otherPorts: number[];
 }
 
-function placeOf(config: Config, prefix: '' | 'METRICS'): Place {
-  return prefix === 'METRICS'
-    ? { prefix, host: config.metricsHost, port: config.metricsPort, otherPort: config.port }
-    : { prefix, host: config.host, port: config.port, otherPort: config.metricsPort };
+function placeOf(config: Config, prefix: Listener): Place {
+  switch (prefix) {
+    case 'METRICS':
+      return {
+        prefix,
+        host: config.metricsHost,
+        port: config.metricsPort,
+        otherPorts: [config.port, config.mqttPort],
+      };
+    case 'MQTT':
+      return {
+        prefix,
+        host: config.host,
+        port: config.mqttPort,
+        otherPorts: [config.port, config.metricsPort],
+      };
+    case '':
+      return {
+        prefix,
+        host: config.host,
+        port: config.port,
+        otherPorts: [config.metricsPort, config.mqttPort],
+      };
+  }
 }
 
 /** One line saying which setting to change, for a listener that could not start; else undefined. */
-function portTaken({ prefix, host, port, otherPort }: Place, error: unknown): string | undefined {
-  const [PORT, HOST] = prefix ? [`${prefix}_PORT`, `${prefix}_HOST`] : ['PORT', 'HOST'];
+function portTaken({ prefix, host, port, otherPorts }: Place, error: unknown): string | undefined {
+  const PORT = prefix ? `${prefix}_PORT` : 'PORT';
+  // The broker listens on the API's host.
+  const HOST = prefix === 'METRICS' ? 'METRICS_HOST' : 'HOST';
   const code = (error as NodeJS.ErrnoException | undefined)?.code;
   if (code === 'EADDRINUSE') {
-    const next = port + 1 === otherPort ? port + 2 : port + 1;
-    return `${PORT} ${port} is taken on ${host} (another program, perhaps another svc, listens there): set ${PORT} to a free port, such as ${PORT}=${next} npm start, or ${PORT}=0 for any.`;
+    let next = port + 1;
+    while (otherPorts.includes(next)) next += 1;
+    // A broker already on that port may be the one meant: MQTT_URL makes the service use it.
+    const orExternal =
+      prefix === 'MQTT'
+        ? ' To use a broker that runs already, set MQTT_URL (with MQTT_USERNAME and MQTT_PASSWORD).'
+        : '';
+    return `${PORT} ${port} is taken on ${host} (another program, perhaps another svc, listens there): set ${PORT} to a free port, such as ${PORT}=${next} npm start, or ${PORT}=0 for any.${orExternal}`;
   }
   if (code === 'EACCES') {
     return `${PORT} ${port} on ${host} needs privileges this user lacks: set ${PORT} to 1024 or above.`;
@@ -107,6 +138,7 @@ async function check(): Promise<void> {
   }
   await probe(placeOf(config, ''));
   await probe(placeOf(config, 'METRICS'));
+  if (!config.mqttUrl) await probe(placeOf(config, 'MQTT'));
 }
 
 async function main(): Promise<void> {
@@ -146,7 +178,7 @@ async function main(): Promise<void> {
     }
     process.exit(1);
   }
-  const { url, metricsUrl, adminCodes } = started;
+  const { url, metricsUrl, mqttUrl, adminCodes } = started;
   const publicUrl = config.publicUrl ?? url;
   const store = describeStore({
     databaseUrl: config.databaseUrl,
@@ -160,6 +192,7 @@ async function main(): Promise<void> {
       `  contract  ${publicUrl}/openapi.json`,
       `  data      ${config.databaseUrl ? store : config.dataDir} (${store.split(' ')[0]})`,
       `  metrics   ${metricsUrl} (for Prometheus; not on the public port)`,
+      `  MQTT      ${mqttUrl} (${config.mqttUrl ? 'MQTT_URL, managed through dynamic security' : 'the embedded broker'})`,
       ...adminCodeLines(publicUrl, adminCodes),
       `Stop with Ctrl-C.`,
       '',

@@ -97,7 +97,7 @@ describe('npm start', () => {
   async function runToExit(env: Record<string, string>, args: string[] = []) {
     const { DATABASE_URL: _embedded, ...inherited } = process.env;
     const child = spawn(process.execPath, ['--import', 'tsx', mainModule, ...args], {
-      env: { ...inherited, METRICS_PORT: '0', ...env },
+      env: { ...inherited, METRICS_PORT: '0', MQTT_PORT: '0', ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let stderr = '';
@@ -170,6 +170,42 @@ describe('npm start', () => {
           ),
         );
       }
+    } finally {
+      blocker.close();
+      rmSync(portDataDir, { recursive: true, force: true });
+    }
+  });
+
+  test("when the embedded broker's port is taken then one line names MQTT_PORT and MQTT_URL, with exit 2; with MQTT_URL set the port is not checked", async () => {
+    const blocker = createServer();
+    await new Promise<void>((resolve) => blocker.listen(0, '127.0.0.1', resolve));
+    const { port } = blocker.address() as AddressInfo;
+    const portDataDir = mkdtempSync(join(tmpdir(), 'svc-data-mqtt-port-'));
+    try {
+      for (const args of [[], ['--check']]) {
+        const run = await runToExit({ PORT: '0', MQTT_PORT: String(port), DATA_DIR: portDataDir }, args);
+        assert.equal(run.code, 2, run.stderr);
+        assert.equal(run.stderr.trim().split('\n').length, 1, run.stderr);
+        assert.match(
+          run.stderr,
+          new RegExp(
+            `^svc: MQTT_PORT ${port} is taken on 127\\.0\\.0\\.1 .*set MQTT_PORT to a free port.*set MQTT_URL`,
+          ),
+        );
+      }
+      assert.ok(!existsSync(join(portDataDir, 'svc.lock')), 'the refused start released the data folder');
+      const external = await runToExit(
+        {
+          PORT: '0',
+          MQTT_PORT: String(port),
+          MQTT_URL: 'mqtt://127.0.0.1:1',
+          MQTT_USERNAME: 'svc',
+          MQTT_PASSWORD: 'secret',
+          DATA_DIR: portDataDir,
+        },
+        ['--check'],
+      );
+      assert.equal(external.code, 0, external.stderr);
     } finally {
       blocker.close();
       rmSync(portDataDir, { recursive: true, force: true });

@@ -25,12 +25,3 @@ export interface BrokerAccounts {
   /** The account can no longer connect; a client connected with it is disconnected. */
   remove(username: string): Promise<void>;
 }
-
-/**
- * Until a broker runs in the process, the key-value store is the whole record: there is no cache
- * to clear and no client to disconnect.
- */
-export const noBrokerYet: BrokerAccounts = {
-  async put() {},
-  async remove() {},
-};

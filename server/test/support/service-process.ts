@@ -30,7 +30,7 @@ export async function startServiceProcess(
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'svc-service-'));
   const { DATABASE_URL: _embedded, ...inherited } = process.env;
   const child = spawn(process.execPath, ['--import', 'tsx', mainModule], {
-    env: { ...inherited, PORT: '0', METRICS_PORT: '0', DATA_DIR: dataDir, ...options.env },
+    env: { ...inherited, PORT: '0', METRICS_PORT: '0', MQTT_PORT: '0', DATA_DIR: dataDir, ...options.env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let banner = '';

@@ -39,6 +39,8 @@ export interface TestService {
   url: string;
   /** Where this service serves its Prometheus metrics (a port of its own). */
   metricsUrl: string;
+  /** Where cars connect: this service's embedded broker on a free port, or its MQTT_URL. */
+  mqttUrl: string;
   config: Config;
   store: TestStore;
   clock: TestClock;
@@ -64,7 +66,7 @@ export async function startTestService(
   // Package files go to a data folder of the test's own; the store is given below.
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'svc-test-data-'));
   const config: Config = {
-    ...loadConfig({ PORT: '0', METRICS_PORT: '0', DATA_DIR: dataDir, ...env }),
+    ...loadConfig({ PORT: '0', METRICS_PORT: '0', MQTT_PORT: '0', DATA_DIR: dataDir, ...env }),
     validateResponses: true,
   };
   const store =
@@ -86,10 +88,11 @@ export async function startTestService(
     passwords: cheapPasswords,
     ...options.bridge,
   });
-  const { url, metricsUrl, adminCodes } = await app.start();
+  const { url, metricsUrl, mqttUrl, adminCodes } = await app.start();
   return {
     url,
     metricsUrl,
+    mqttUrl,
     config,
     store,
     clock,

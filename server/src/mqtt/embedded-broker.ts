@@ -1,0 +1,221 @@
+/**
+ * The embedded broker (aedes 1.x) on MQTT_PORT: it signs clients in against the credential store
+ * and asks the ACL table (acl.ts) on every publish and subscribe. Credentials are cached for a few
+ * seconds; provisioning clears a user name's entry at once and disconnects its clients.
+ */
+import { randomBytes } from 'node:crypto';
+import { createServer, type Server } from 'node:net';
+import { redactDeviceId, validateDeviceId } from '@svc/sdk';
+import { Aedes, type AuthenticateError, type Client } from 'aedes';
+import type { Logger } from '../logger.ts';
+import { type BrokerPrincipal, mayPublish, maySubscribe } from './acl.ts';
+import { redactTopic, type ServiceBroker } from './broker.ts';
+import type { BrokerAccounts } from './broker-accounts.ts';
+import { type BrokerCredential, type CredentialStore, secretMatches } from './credentials.ts';
+
+/** The service's own user name on the embedded broker; never in the credential store. */
+export const serviceUsername = 'svc:service';
+
+/** How long a credential read from the store is trusted without reading it again. */
+const cacheMs = 5000;
+/** Enough user names for a large fleet reconnecting at once; beyond it the oldest go. */
+const cacheLimit = 50_000;
+
+/** MQTT 3.1.1 CONNACK return codes (aedes passes them through). */
+const serverUnavailable = 3;
+const badUserNameOrPassword = 4;
+const notAuthorized = 5;
+
+interface SignedIn {
+  username: string;
+  principal: BrokerPrincipal;
+}
+
+function refusal(returnCode: number, message: string): AuthenticateError {
+  return Object.assign(new Error(message), { returnCode }) as AuthenticateError;
+}
+
+/**
+ * Whether `clientId` may be used by `username`: a car's is its device id (a car must not take
+ * another's client id, which would disconnect it); a connector or the service may open several
+ * connections, as `<username>` or `<username>/<anything>`.
+ */
+function clientIdAllowed(principal: BrokerPrincipal, username: string, clientId: string): boolean {
+  if (principal.role === 'car') return clientId === username;
+  return clientId === username || clientId.startsWith(`${username}/`);
+}
+
+/** Who a stored credential makes the user `username`, or undefined if it makes no one. */
+function principalOf(username: string, credential: BrokerCredential): BrokerPrincipal | undefined {
+  if (credential.role === 'connector') return { role: 'connector', brand: credential.brand };
+  try {
+    const { brand, nativeId } = validateDeviceId(username);
+    return brand === credential.brand ? { role: 'car', brand, nativeId } : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** User names as they may be logged: a car's redacted, a connector's or the service's as they are. */
+function loggedUsername(username: string): string {
+  return username.startsWith('connector:') || username === serviceUsername
+    ? username
+    : redactDeviceId(username);
+}
+
+export function createEmbeddedBroker(deps: {
+  credentials: CredentialStore;
+  host: string;
+  port: number;
+  logger: Logger;
+}): ServiceBroker {
+  const { credentials, logger } = deps;
+  const serviceCredential = { username: serviceUsername, password: randomBytes(24).toString('base64url') };
+  const cache = new Map<string, { credential: BrokerCredential | undefined; until: number }>();
+  /** Counts changes to credentials, so that a sign-in that read the store before one reads again. */
+  let changes = 0;
+  const signedIn = new WeakMap<Client, SignedIn>();
+  /** The clients signed in as each user name, to disconnect on rotation or decommission. */
+  const sessions = new Map<string, Set<Client>>();
+  let aedes: Aedes | undefined;
+  let server: Server | undefined;
+
+  async function credentialOf(username: string): Promise<BrokerCredential | undefined> {
+    const cached = cache.get(username);
+    if (cached && cached.until > Date.now()) return cached.credential;
+    const credential = await credentials.get(username);
+    if (cache.size >= cacheLimit) cache.delete(cache.keys().next().value as string);
+    cache.set(username, { credential, until: Date.now() + cacheMs });
+    return credential;
+  }
+
+  /** Who signs in with these, or undefined; a credential changed meanwhile means reading again. */
+  async function signIn(username: string, password: string): Promise<BrokerPrincipal | undefined> {
+    if (username === serviceUsername) {
+      return password === serviceCredential.password ? { role: 'service' } : undefined;
+    }
+    for (;;) {
+      const before = changes;
+      const credential = await credentialOf(username);
+      if (changes !== before) continue;
+      return credential && secretMatches(password, credential)
+        ? principalOf(username, credential)
+        : undefined;
+    }
+  }
+
+  function remember(client: Client, session: SignedIn): void {
+    signedIn.set(client, session);
+    const clients = sessions.get(session.username) ?? new Set<Client>();
+    sessions.set(session.username, clients);
+    clients.add(client);
+    client.conn.once('close', () => {
+      clients.delete(client);
+      if (clients.size === 0 && sessions.get(session.username) === clients) sessions.delete(session.username);
+    });
+  }
+
+  function forget(username: string): void {
+    cache.delete(username);
+    changes += 1;
+    for (const client of sessions.get(username) ?? []) client.close();
+    sessions.delete(username);
+  }
+
+  const accounts: BrokerAccounts = {
+    async put(account) {
+      forget(account.username);
+    },
+    async remove(username) {
+      forget(username);
+    },
+  };
+
+  function authenticate(
+    client: Client,
+    username: string | undefined,
+    password: Buffer | undefined,
+    done: (error: AuthenticateError | null, success: boolean | null) => void,
+  ): void {
+    if (!username || !password) {
+      done(refusal(notAuthorized, 'a user name and password are required'), null);
+      return;
+    }
+    signIn(username, password.toString('utf8')).then(
+      (principal) => {
+        if (!principal) {
+          logger.info('broker sign-in refused', { username: loggedUsername(username), reason: 'credential' });
+          done(refusal(badUserNameOrPassword, 'bad user name or password'), null);
+        } else if (!clientIdAllowed(principal, username, client.id)) {
+          logger.info('broker sign-in refused', { username: loggedUsername(username), reason: 'client_id' });
+          done(refusal(notAuthorized, 'this client id belongs to another user'), null);
+        } else {
+          remember(client, { username, principal });
+          done(null, true);
+        }
+      },
+      (error: unknown) => {
+        logger.warn('broker sign-in failed: the credential store does not answer', { error });
+        done(refusal(serverUnavailable, 'server unavailable'), null);
+      },
+    );
+  }
+
+  return {
+    accounts,
+    serviceCredential,
+    async start() {
+      aedes = await Aedes.createBroker({
+        authenticate,
+        // A refused publish (a topic outside the publisher's row, or its last will there) is
+        // dropped; aedes then disconnects the client, as MQTT 3.1.1 offers no negative PUBACK.
+        authorizePublish(client, packet, callback) {
+          const session = client ? signedIn.get(client) : undefined;
+          if (session && mayPublish(session.principal, packet.topic)) return callback(null);
+          logger.info('broker publish refused', {
+            username: session ? loggedUsername(session.username) : undefined,
+            topic: redactTopic(packet.topic),
+          });
+          callback(new Error('publish not authorized'));
+        },
+        // A refused subscription is answered with the failure code 128 in the SUBACK.
+        authorizeSubscribe(client, subscription, callback) {
+          const session = signedIn.get(client);
+          if (session && maySubscribe(session.principal, subscription.topic)) {
+            return callback(null, subscription);
+          }
+          logger.info('broker subscription refused', {
+            username: session ? loggedUsername(session.username) : undefined,
+            filter: redactTopic(subscription.topic),
+          });
+          callback(null, null);
+        },
+      });
+      const listening = createServer(aedes.handle);
+      server = listening;
+      await new Promise<void>((resolve, reject) => {
+        listening.once('error', reject).listen(deps.port, deps.host, () => {
+          listening.off('error', reject);
+          resolve();
+        });
+      });
+      const address = listening.address();
+      const port = typeof address === 'object' && address ? address.port : deps.port;
+      const host = deps.host.includes(':') ? `[${deps.host}]` : deps.host;
+      return `mqtt://${host}:${port}`;
+    },
+    async stop() {
+      const listening = server;
+      server = undefined;
+      const closed = listening?.listening
+        ? new Promise<void>((resolve) => listening.close(() => resolve()))
+        : Promise.resolve();
+      const broker = aedes;
+      aedes = undefined;
+      if (broker) await new Promise<void>((resolve) => broker.close(() => resolve()));
+      await closed;
+      sessions.clear();
+      cache.clear();
+    },
+  };
+}

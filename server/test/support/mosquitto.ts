@@ -1,0 +1,112 @@
+/**
+ * A Mosquitto of the test's own: dynamic security initialised in a temporary folder with an admin,
+ * a generated config on a free port of 127.0.0.1, started and waited for, killed after.
+ */
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, connect as tcpConnect } from 'node:net';
+import { tmpdir, userInfo } from 'node:os';
+import { join } from 'node:path';
+import { serviceRoleAcls } from '../../src/mqtt/mosquitto-dynsec.ts';
+
+const mosquittoBin = '/usr/sbin/mosquitto';
+const dynsecPlugin = '/usr/lib/x86_64-linux-gnu/mosquitto_dynamic_security.so';
+
+export interface TestMosquitto {
+  url: string;
+  /** Made by `dynsec init`: the admin role, plus the service's row of the ACL table (see below). */
+  admin: { username: string; password: string };
+  stop(): Promise<void>;
+}
+
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const address = server.address();
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  if (typeof address !== 'object' || !address) throw new Error('no free port');
+  return address.port;
+}
+
+/** Resolves once the port takes connections; rejects if Mosquitto exits first. */
+async function accepting(port: number, child: ChildProcess, output: () => string): Promise<void> {
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`mosquitto exited with ${child.exitCode}:\n${output()}`);
+    const open = await new Promise<boolean>((resolve) => {
+      const socket = tcpConnect(port, '127.0.0.1');
+      socket.once('connect', () => {
+        socket.destroy();
+        resolve(true);
+      });
+      socket.once('error', () => resolve(false));
+    });
+    if (open) return;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+export async function startMosquitto(): Promise<TestMosquitto> {
+  const dir = mkdtempSync(join(tmpdir(), 'svc-mosquitto-'));
+  const admin = { username: 'svc-admin', password: randomBytes(18).toString('hex') };
+  const dynsecFile = join(dir, 'dynsec.json');
+  execFileSync('mosquitto_ctrl', ['dynsec', 'init', dynsecFile, admin.username, admin.password], {
+    stdio: 'ignore',
+  });
+  grantServiceRole(dynsecFile, admin.username);
+  const port = await freePort();
+  const configFile = join(dir, 'mosquitto.conf');
+  writeFileSync(
+    configFile,
+    [
+      `listener ${port} 127.0.0.1`,
+      'allow_anonymous false',
+      'persistence false',
+      // Run as root, Mosquitto would become the user `mosquitto`, who may not read this folder.
+      `user ${userInfo().username}`,
+      `plugin ${dynsecPlugin}`,
+      `plugin_opt_config_file ${dynsecFile}`,
+      'log_dest stderr',
+      'log_type error',
+      'log_type warning',
+      '',
+    ].join('\n'),
+  );
+  const child = spawn(mosquittoBin, ['-c', configFile], { stdio: ['ignore', 'ignore', 'pipe'] });
+  let output = '';
+  child.stderr?.on('data', (chunk: Buffer) => {
+    output += chunk.toString();
+  });
+  const url = `mqtt://127.0.0.1:${port}`;
+  const stop = async () => {
+    if (child.exitCode === null) {
+      const exited = new Promise((resolve) => child.once('exit', resolve));
+      child.kill('SIGTERM');
+      await exited;
+    }
+    rmSync(dir, { recursive: true, force: true });
+  };
+  try {
+    await accepting(port, child, () => output);
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+  return { url, admin, stop };
+}
+
+/**
+ * What an operator does once: a role with the service's row, given to the service's account. Done
+ * in the file before Mosquitto reads it, since changing a connected client's roles disconnects it.
+ */
+function grantServiceRole(dynsecFile: string, username: string): void {
+  const config = JSON.parse(readFileSync(dynsecFile, 'utf8')) as {
+    clients: { username: string; roles: { rolename: string }[] }[];
+    roles: { rolename: string; acls: typeof serviceRoleAcls }[];
+  };
+  config.roles.push({ rolename: 'svc-bridge', acls: serviceRoleAcls });
+  for (const client of config.clients) {
+    if (client.username === username) client.roles.push({ rolename: 'svc-bridge' });
+  }
+  writeFileSync(dynsecFile, JSON.stringify(config, null, 2));
+}
