@@ -5,6 +5,7 @@
  * problems.
  */
 
+import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -145,11 +146,15 @@ export function createApp(config: Config, deps: AppDependencies = {}) {
   const metrics = createMetrics();
   const bridgeMetrics = createBridgeMetrics(metrics.registry, () => countOnlineCars(db));
   /** The bridge signs in to the broker as the service: MQTT 5 shared subscriptions on Mosquitto. */
-  const bridgeConnection = (mqttUrl: string): BrokerConnection =>
-    deps.brokerConnection ??
-    (config.mqttUrl
-      ? { url: config.mqttUrl, ...broker.serviceCredential, protocolVersion: 5, shared: true }
-      : { url: mqttUrl, ...broker.serviceCredential, protocolVersion: 4 });
+  const bridgeConnection = (mqttUrl: string): BrokerConnection => {
+    if (deps.brokerConnection) return deps.brokerConnection;
+    const { username, password } = broker.serviceCredential;
+    // The broker takes the service's clients only under its user name; one per replica.
+    const clientId = `${username}/bridge-${randomBytes(6).toString('hex')}`;
+    return config.mqttUrl
+      ? { url: config.mqttUrl, username, password, clientId, protocolVersion: 5, shared: true }
+      : { url: mqttUrl, username, password, clientId, protocolVersion: 4 };
+  };
   let bridge: Bridge | undefined;
   const app = express();
   app.disable('x-powered-by');

@@ -210,7 +210,9 @@ export function createBridge(deps: BridgeDependencies) {
           const subscribed = connack.sessionPresent ? Promise.resolve() : subscribe(started);
           subscribed.then(
             () => {
-              logger.info('mqtt: bridge connected', { resubscribed: !connack.sessionPresent });
+              // Start-up says where the broker is; a reconnection is news for the operator.
+              const log = up ? logger.info : logger.debug;
+              log.call(logger, 'mqtt: bridge connected', { resubscribed: !connack.sessionPresent });
               if (!up) {
                 up = true;
                 resolve();
