@@ -3,7 +3,7 @@
  * and asks the ACL table (acl.ts) on every publish and subscribe. Credentials are cached for a few
  * seconds; provisioning clears a user name's entry at once and disconnects its clients.
  */
-import { randomBytes } from 'node:crypto';
+import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { createServer, type Server } from 'node:net';
 import { redactDeviceId, validateDeviceId } from '@svc/sdk';
 import { Aedes, type AuthenticateError, type Client } from 'aedes';
@@ -92,7 +92,11 @@ export function createEmbeddedBroker(deps: {
   /** Who signs in with these, or undefined; a credential changed meanwhile means reading again. */
   async function signIn(username: string, password: string): Promise<BrokerPrincipal | undefined> {
     if (username === serviceUsername) {
-      return password === serviceCredential.password ? { role: 'service' } : undefined;
+      const expected = Buffer.from(serviceCredential.password);
+      const given = Buffer.from(password);
+      return given.length === expected.length && timingSafeEqual(given, expected)
+        ? { role: 'service' }
+        : undefined;
     }
     for (;;) {
       const before = changes;
