@@ -1998,8 +1998,9 @@ export interface components {
          */
         DeviceIdPath: string;
         /**
-         * @description Only the car with this full prefixed device id, URL-encoded (`brand_a%3A1HGCM82633A004352`).
-         *     A malformed id is answered with 422 and its `code`.
+         * @description Only the car with this full prefixed device id, URL-encoded (`brand_a%3A1HGCM82633A004352`)
+         *     or not (`brand_a:1HGCM82633A004352`: a `:` is allowed in a query). A malformed id is answered
+         *     with 422 and its `code`.
          * @example brand_a:1HGCM82633A004352
          */
         DeviceIdQuery: string;
@@ -2798,8 +2799,9 @@ export interface operations {
         parameters: {
             query?: {
                 /**
-                 * @description Only the car with this full prefixed device id, URL-encoded (`brand_a%3A1HGCM82633A004352`).
-                 *     A malformed id is answered with 422 and its `code`.
+                 * @description Only the car with this full prefixed device id, URL-encoded (`brand_a%3A1HGCM82633A004352`)
+                 *     or not (`brand_a:1HGCM82633A004352`: a `:` is allowed in a query). A malformed id is answered
+                 *     with 422 and its `code`.
                  * @example brand_a:1HGCM82633A004352
                  */
                 device_id?: components["parameters"]["DeviceIdQuery"];

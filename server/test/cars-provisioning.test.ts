@@ -81,6 +81,10 @@ for (const store of ['sql', 'redis'] as const) {
         const listed = await asAdmin('GET', `/api/v1/admin/cars?device_id=${encodeURIComponent(deviceId)}`);
         assert.equal(listed.status, 200);
         assert.deepEqual(listed.body, { cars: [made.body.car], next_cursor: null });
+        // A `:` is allowed in a query, as people type it.
+        const typed = await asAdmin('GET', `/api/v1/admin/cars?device_id=${deviceId}`);
+        assert.equal(typed.status, 200, JSON.stringify(typed.body));
+        assert.deepEqual(typed.body, listed.body);
         assert.ok(!JSON.stringify(listed.body).includes(password), 'the list never shows the password');
       });
 
@@ -172,9 +176,17 @@ for (const store of ['sql', 'redis'] as const) {
         assert.equal(new Set(seen).size, seen.length, 'no car comes twice');
         assert.deepEqual(seen.slice(0, 5), [...made].reverse(), 'the newest come first');
 
-        const bad = await asAdmin('GET', '/api/v1/admin/cars?cursor=not-a-cursor');
-        assert.equal(bad.status, 400);
-        assert.equal(bad.body.code, 'invalid_cursor');
+        const forge = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64url');
+        for (const cursor of [
+          'not-a-cursor',
+          forge(['+275760-09-13T00:00:00.000Z', 'brand_a:1HGCM82633A004352']),
+          forge(['2026-11-21T10:00:00.000Z', "x' or 1=1 --"]),
+          forge({ at: 1 }),
+        ]) {
+          const bad = await asAdmin('GET', `/api/v1/admin/cars?cursor=${encodeURIComponent(cursor)}`);
+          assert.equal(bad.status, 400, cursor);
+          assert.equal(bad.body.code, 'invalid_cursor');
+        }
       });
 
       test('when an admin makes a brand connector then it is listed, rotated and removed, and a taken name is 409', async () => {

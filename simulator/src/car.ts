@@ -18,7 +18,7 @@ import {
 } from '../../generated/mqtt.ts';
 import { type CarBody, planCommand } from './commands.ts';
 import { Drive } from './drive.ts';
-import { describeConnectError, SimulatorError } from './errors.ts';
+import { describeConnectError, isRefusedCredential, SimulatorError } from './errors.ts';
 import type { Route } from './route.ts';
 
 export interface CarCredential {
@@ -52,6 +52,8 @@ export interface CarOptions {
   connectTimeoutMs: number;
   /** How long to wait between reconnection attempts after the car lost its connection. */
   reconnectPeriodMs: number;
+  /** Called once the broker refused the car's password on a reconnection: the car has stopped. */
+  refused(): void;
 }
 
 /** Commands a car remembers (with its last ack of each), to answer one delivered twice without running it twice. */
@@ -162,9 +164,16 @@ export class SimulatedCar {
     });
     client.on('connect', () => void this.announce());
     client.on('offline', () => this.options.warn(`car ${this.deviceId} lost its connection; reconnecting`));
-    client.on('error', (error) =>
-      this.options.warn(describeConnectError(error, this.deviceId, mqttUrl).message),
-    );
+    client.on('error', (error) => {
+      const problem = describeConnectError(error, this.deviceId, mqttUrl);
+      if (!isRefusedCredential(error)) {
+        this.options.warn(problem.message);
+        return;
+      }
+      // Rotated or decommissioned while running: retrying the same password only floods the broker.
+      this.options.warn(`${problem.message}; this car stops`);
+      void this.stop().then(() => this.options.refused());
+    });
 
     const granted = await client
       .subscribeAsync(this.topic('cmd'), { qos: carTopicQos.cmd })

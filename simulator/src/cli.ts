@@ -40,7 +40,7 @@ Cars:
   --save-credentials FILE  keep the new cars' credentials, for a later --credentials run
 
 Broker and rates:
-  --mqtt-url URL           the broker (default ${defaultMqttUrl}, the service's own)
+  --mqtt-url URL           the broker: the MQTT line npm start printed (default $SVC_MQTT_URL, else ${defaultMqttUrl})
   --status-every DURATION  status report period (default ${formatDuration(defaultStatusEvery)}), e.g. 500ms, 2s, 1m
   --telemetry-every DURATION
                            telemetry period (default ${formatDuration(defaultTelemetryEvery)})
@@ -167,7 +167,7 @@ async function run(argv: readonly string[], context: CliContext): Promise<void> 
   }
   const statusEveryMs = duration(values['status-every'], '--status-every', defaultStatusEvery);
   const telemetryEveryMs = duration(values['telemetry-every'], '--telemetry-every', defaultTelemetryEvery);
-  const broker = mqttUrl(values['mqtt-url']);
+  const broker = mqttUrl(values['mqtt-url'] ?? (context.env.SVC_MQTT_URL || undefined));
   const cars = await chooseCars(values, context);
   if (context.stop.aborted) return;
 
@@ -183,11 +183,19 @@ async function run(argv: readonly string[], context: CliContext): Promise<void> 
     `${cars.length} car(s) online at ${broker}: status every ${formatDuration(statusEveryMs)}, telemetry every ${formatDuration(telemetryEveryMs)}; Ctrl-C to stop\n`,
   );
   for (const car of simulator.cars) context.stderr.write(`  ${car.deviceId}\n`);
-  await new Promise<void>((resolve) => {
-    if (context.stop.aborted) resolve();
-    context.stop.addEventListener('abort', () => resolve(), { once: true });
-  });
+  const ended = await Promise.race([
+    new Promise<'stopped'>((resolve) => {
+      if (context.stop.aborted) resolve('stopped');
+      context.stop.addEventListener('abort', () => resolve('stopped'), { once: true });
+    }),
+    simulator.allRefused.then(() => 'refused' as const),
+  ]);
   await simulator.stop();
+  if (ended === 'refused') {
+    throw new SimulatorError(
+      'the broker refused every car its password: give the new credentials (--credentials), or provision new cars',
+    );
+  }
   context.stderr.write(`${cars.length} car(s) offline\n`);
 }
 

@@ -21,6 +21,12 @@ const networkReasons: Readonly<Record<string, string>> = {
   ECONNRESET: 'it closed the connection',
 };
 
+/** Whether the broker refused the car's user name or password (CONNACK 4 or 5). */
+export function isRefusedCredential(error: unknown): boolean {
+  const { code } = (error ?? {}) as ErrorWithCode;
+  return typeof code === 'number' && refusedCredential.has(code);
+}
+
 /** Why one car could not connect, in the operator's words. */
 export function describeConnectError(error: unknown, deviceId: string, mqttUrl: string): SimulatorError {
   const { code, message } = (error ?? {}) as ErrorWithCode;

@@ -37,6 +37,8 @@ export interface Simulator {
   readonly cars: readonly SimulatedCar[];
   /** Every car says `offline` and disconnects. */
   stop(): Promise<void>;
+  /** Settles once the broker has refused every car's password on a reconnection (all stopped). */
+  readonly allRefused: Promise<void>;
 }
 
 export const defaultMqttUrl = 'mqtt://127.0.0.1:1883';
@@ -50,6 +52,11 @@ export async function startSimulator(options: SimulatorOptions): Promise<Simulat
   const started: SimulatedCar[] = new Array(total);
   let failure: unknown;
   let next = 0;
+  let refusedCars = 0;
+  let everyCarRefused = () => {};
+  const allRefused = new Promise<void>((resolve) => {
+    everyCarRefused = resolve;
+  });
 
   async function startNext(): Promise<void> {
     while (failure === undefined && next < total) {
@@ -72,6 +79,10 @@ export async function startSimulator(options: SimulatorOptions): Promise<Simulat
           clock: options.clock ?? (() => new Date()),
           connectTimeoutMs: options.connectTimeoutMs ?? 10_000,
           reconnectPeriodMs: options.reconnectPeriodMs ?? 1000,
+          refused: () => {
+            refusedCars += 1;
+            if (refusedCars === total) everyCarRefused();
+          },
         });
       } catch (error) {
         failure ??= error;
@@ -89,5 +100,5 @@ export async function startSimulator(options: SimulatorOptions): Promise<Simulat
     await stop();
     throw failure;
   }
-  return { cars, stop };
+  return { cars, stop, allRefused };
 }

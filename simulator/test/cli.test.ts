@@ -169,6 +169,15 @@ describe('svc-car-sim', () => {
     );
   });
 
+  test('when SVC_MQTT_URL is set and --mqtt-url is not then that broker is the one used', async () => {
+    const { path } = credentialsFile(1);
+    const { code, stderr } = await run(['--credentials', path], undefined, {
+      SVC_MQTT_URL: 'mqtt://127.0.0.1:1',
+    });
+    assert.equal(code, 1);
+    assert.match(stderr, /cannot reach the broker at mqtt:\/\/127\.0\.0\.1:1 /);
+  });
+
   test('when run as the installed npx svc-car-sim and interrupted then the car goes offline and it exits 0', async () => {
     const { path, deviceIds } = credentialsFile(1);
     const child = spawn(

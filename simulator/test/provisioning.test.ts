@@ -91,6 +91,39 @@ describe('cars provisioned on the fly', () => {
     );
   });
 
+  test("when a running car's password is rotated then the service's broker drops it, and the car says so and stops", async () => {
+    const [car] = await provisionCars({
+      apiUrl: service.url,
+      token: admin.token,
+      count: 1,
+      brand: 'brand_a',
+    });
+    assert.ok(car);
+    const warnings: string[] = [];
+    const simulator = await startSimulator({
+      mqttUrl: service.mqttUrl,
+      cars: [car],
+      reconnectPeriodMs: 50,
+      warnings: { write: (line: string) => warnings.push(line) > 0 },
+    });
+    try {
+      const rotated = await call(
+        service.url,
+        'POST',
+        `/api/v1/admin/cars/${encodeURIComponent(car.deviceId)}/credential`,
+        { token: admin.token },
+      );
+      assert.equal(rotated.status, 201);
+      await simulator.allRefused;
+      assert.ok(
+        warnings.some((line) => line.includes(`car ${car.deviceId}`) && line.includes('this car stops')),
+        warnings.join(''),
+      );
+    } finally {
+      await simulator.stop();
+    }
+  });
+
   test('when svc-car-sim --cars provisions with --save-credentials then the cars come online and the file runs them again', async () => {
     const folder = mkdtempSync(join(tmpdir(), 'svc-car-sim-'));
     const saved = join(folder, 'cars.json');

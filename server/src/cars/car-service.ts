@@ -4,7 +4,7 @@
  * under `mqtt:auth:{username}`; the broker is told through `BrokerAccounts`. A step that fails
  * undoes the ones before it, so a car is never left half-provisioned.
  */
-import { type Brand, validateDeviceId } from '@svc/sdk';
+import { type Brand, isValidDeviceId, validateDeviceId } from '@svc/sdk';
 import type { components } from '../../../generated/openapi.ts';
 import type { Clock } from '../clock.ts';
 import { ConflictError, InputError, NotFoundError } from '../errors.ts';
@@ -73,8 +73,16 @@ function encodeCursor(row: CarRow): string {
 function decodeCursor(cursor: string): CarPosition {
   try {
     const [at, deviceId] = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown[];
+    // Exactly what encodeCursor writes: a forged time (year 275760) or id never reaches the store.
     const provisionedAt = new Date(String(at));
-    if (typeof deviceId === 'string' && !Number.isNaN(provisionedAt.getTime())) {
+    if (
+      typeof at === 'string' &&
+      /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/.test(at) &&
+      !Number.isNaN(provisionedAt.getTime()) &&
+      provisionedAt.toISOString() === at &&
+      typeof deviceId === 'string' &&
+      isValidDeviceId(deviceId)
+    ) {
       return { provisionedAt, deviceId };
     }
   } catch {}
