@@ -7,7 +7,7 @@
  *
  * Messages are taken one at a time and a QoS 1 message is acknowledged only once handled, so the
  * broker keeps (and redelivers) what the service has not stored yet, and one car's messages are
- * handled in the order it sent them (presence: the last one wins).
+ * handled in the order it sent them (presence: the newest by its `at` wins, see savePresence).
  */
 import { randomBytes } from 'node:crypto';
 import { redactDeviceId } from '@svc/sdk';
@@ -111,7 +111,11 @@ export function createBridge(deps: BridgeDependencies) {
       return 'queued';
     },
     presence: async (deviceId, presence, seenAt) => {
-      const saved = await savePresence(db, { deviceId, online: presence.state === 'online' }, seenAt);
+      const saved = await savePresence(
+        db,
+        { deviceId, online: presence.state === 'online', at: presence.at },
+        seenAt,
+      );
       return saved ? 'stored' : 'unknown_car';
     },
     // Commands come with issue 13: until then an acknowledgement is checked and counted, and
