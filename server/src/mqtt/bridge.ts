@@ -7,7 +7,8 @@
  *
  * Messages are taken one at a time and a QoS 1 message is acknowledged only once handled, so the
  * broker keeps (and redelivers) what the service has not stored yet, and one car's messages are
- * handled in the order it sent them (presence: the newest by its `at` wins, see savePresence).
+ * handled in the order it sent them. While the store is unavailable the message in hand is tried
+ * again after a pause (store-outage.ts), which holds the stream back rather than dropping it.
  */
 import { randomBytes } from 'node:crypto';
 import { redactDeviceId } from '@svc/sdk';
@@ -25,6 +26,7 @@ import type { Logger } from '../logger.ts';
 import type { Db } from '../store/db.ts';
 import type { BridgeMetrics } from './bridge-metrics.ts';
 import { readCarMessage } from './car-message.ts';
+import { createStoreOutage, StoreOutageError } from './store-outage.ts';
 import {
   createTelemetryBatch,
   defaultTelemetryBatch,
@@ -76,6 +78,7 @@ export function createBridge(deps: BridgeDependencies) {
     metrics,
     options: deps.telemetryBatch ?? defaultTelemetryBatch,
   });
+  const outage = createStoreOutage({ logger });
 
   const handlers: { [S in ServiceReceivedSuffix]: Handler<S> } = {
     status: async (deviceId, report, seenAt) => {
@@ -126,7 +129,8 @@ export function createBridge(deps: BridgeDependencies) {
     },
   };
 
-  async function dispatch(packet: IPublishPacket): Promise<void> {
+  /** Whether to acknowledge the message: not when the bridge stopped before the store came back. */
+  async function dispatch(packet: IPublishPacket): Promise<boolean> {
     const read = readCarMessage(packet.topic, packet.payload as Buffer);
     if (!read.ok) {
       metrics.dropped(read.suffix ?? 'unknown', read.reason);
@@ -136,7 +140,7 @@ export function createBridge(deps: BridgeDependencies) {
         device: read.deviceId === undefined ? undefined : redactDeviceId(read.deviceId),
         detail: read.detail,
       });
-      return;
+      return true;
     }
     const { suffix, deviceId, payload } = read.message;
     // A retained message replayed on subscribing says what the car said some time ago, not that
@@ -144,7 +148,7 @@ export function createBridge(deps: BridgeDependencies) {
     const seenAt = packet.retain ? undefined : clock();
     try {
       const handle = handlers[suffix] as Handler<typeof suffix>;
-      const handled = await handle(deviceId, payload, seenAt);
+      const handled = await outage.persist(() => handle(deviceId, payload, seenAt));
       if (handled === 'unknown_car') {
         metrics.dropped(suffix, 'unknown_car');
         logger.warn('mqtt: message of a car not provisioned dropped', {
@@ -156,6 +160,15 @@ export function createBridge(deps: BridgeDependencies) {
         metrics.counted(suffix, handled);
       }
     } catch (error) {
+      if (error instanceof StoreOutageError) {
+        metrics.dropped(suffix, 'store_unavailable');
+        logger.warn('mqtt: a message was not stored: the bridge stopped during a store outage', {
+          reason: 'store_unavailable',
+          suffix,
+          device: redactDeviceId(deviceId),
+        });
+        return false;
+      }
       metrics.dropped(suffix, 'handler_failed');
       logger.error('mqtt: a message could not be handled', {
         reason: 'handler_failed',
@@ -164,6 +177,7 @@ export function createBridge(deps: BridgeDependencies) {
         error: error instanceof Error ? error.message : String(error),
       });
     }
+    return true;
   }
 
   const filters = serviceReceives.map((suffix) => ({
@@ -206,7 +220,9 @@ export function createBridge(deps: BridgeDependencies) {
       const started = mqtt.connect(connection.url, options);
       client = started;
       started.handleMessage = (packet, done) => {
-        handling = dispatch(packet).then(() => done());
+        handling = dispatch(packet).then((acknowledge) => {
+          if (acknowledge) done();
+        });
       };
       return new Promise((resolve, reject) => {
         let up = false;
@@ -243,12 +259,13 @@ export function createBridge(deps: BridgeDependencies) {
       });
     },
 
-    /** Disconnects, then writes the telemetry still waiting. */
+    /** Disconnects, then writes the telemetry still waiting; a store outage is not waited out. */
     async stop(): Promise<void> {
+      outage.stop();
       await client?.endAsync();
       client = undefined;
       await handling;
-      await telemetry.flush();
+      await telemetry.close();
     },
   };
 }
