@@ -17,6 +17,7 @@ import {
   type CarTopicPayloads,
   carTopicFilter,
   carTopicQos,
+  carTopicRetain,
   type ServiceReceivedSuffix,
   serviceReceives,
 } from '../../../generated/mqtt.ts';
@@ -194,6 +195,20 @@ export function createBridge(deps: BridgeDependencies) {
     if (refused.length > 0) {
       throw new Error(`the broker refused the bridge's subscriptions to ${refused.join(', ')}`);
     }
+    if (connection.shared) await readRetained(client);
+  }
+
+  /**
+   * MQTT 5 (4.8.2) has a broker send no retained messages to a shared subscription (Mosquitto
+   * 2.0.11 sends them anyway; a broker that follows the spec does not), so what cars left retained
+   * (presence, status) while no bridge listened is read once, plainly: subscribed and unsubscribed at once, the broker
+   * having queued them on subscribing. Reading them twice, or on every replica, does no harm:
+   * presence is ordered by `at`, and a status replaces itself.
+   */
+  async function readRetained(client: MqttClient): Promise<void> {
+    const retained = serviceReceives.filter((suffix) => carTopicRetain[suffix]).map((s) => carTopicFilter(s));
+    await client.subscribeAsync(retained, { qos: 1 });
+    await client.unsubscribeAsync(retained);
   }
 
   let client: MqttClient | undefined;
