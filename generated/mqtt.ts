@@ -169,9 +169,13 @@ interface components {
             state: "online" | "offline";
             /**
              * Format: date-time
-             * @description When the car published this. For the `offline` last will this is the time the car
-             *     connected and registered it, since the broker sends the will unchanged; the broker's
-             *     time of publication is not in the payload.
+             * @description When the car made the connection this message is about: the `online` it publishes
+             *     right after connecting and the `offline` last will it registered when connecting carry
+             *     the same time (the broker sends the will unchanged, so its time of publication is not
+             *     in the payload). An `offline` the car publishes itself before disconnecting may carry
+             *     the time it sends it. The service keeps the newest by this time, not the last to
+             *     arrive, and at the same time `offline`: an old connection's will that arrives after a
+             *     new connection's `online` changes nothing.
              */
             at: string;
         };

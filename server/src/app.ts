@@ -36,6 +36,7 @@ import { createMetrics, listenForMetrics } from './metrics.ts';
 import { type Bridge, type BrokerConnection, createBridge } from './mqtt/bridge.ts';
 import { createBridgeMetrics } from './mqtt/bridge-metrics.ts';
 import type { ServiceBroker } from './mqtt/broker.ts';
+import { createBrokerMetrics } from './mqtt/broker-metrics.ts';
 import { createRedisCredentialStore, createSqlCredentialStore } from './mqtt/credentials.ts';
 import { createEmbeddedBroker } from './mqtt/embedded-broker.ts';
 import { createMosquittoBroker } from './mqtt/mosquitto-dynsec.ts';
@@ -123,6 +124,7 @@ export function createApp(config: Config, deps: AppDependencies = {}) {
   const credentials = config.redisUrl
     ? createRedisCredentialStore(config.redisUrl)
     : createSqlCredentialStore(db);
+  const metrics = createMetrics();
   // MQTT_URL names a Mosquitto the service manages; otherwise the broker runs in this process.
   const broker: ServiceBroker = config.mqttUrl
     ? createMosquittoBroker({
@@ -131,7 +133,13 @@ export function createApp(config: Config, deps: AppDependencies = {}) {
         password: config.mqttPassword ?? '',
         logger,
       })
-    : createEmbeddedBroker({ credentials, host: config.host, port: config.mqttPort, logger });
+    : createEmbeddedBroker({
+        credentials,
+        host: config.host,
+        port: config.mqttPort,
+        logger,
+        metrics: createBrokerMetrics(metrics.registry),
+      });
   const services = createServices({
     db,
     config,
@@ -143,7 +151,6 @@ export function createApp(config: Config, deps: AppDependencies = {}) {
   });
   const contract = JSON.parse(readFileSync(contractPath, 'utf8'));
 
-  const metrics = createMetrics();
   const bridgeMetrics = createBridgeMetrics(metrics.registry, () => countOnlineCars(db));
   /** The bridge signs in to the broker as the service: MQTT 5 shared subscriptions on Mosquitto. */
   const bridgeConnection = (mqttUrl: string): BrokerConnection => {

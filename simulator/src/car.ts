@@ -70,9 +70,12 @@ export class SimulatedCar {
   private readonly timers: NodeJS.Timeout[] = [];
   private client: MqttClient | undefined;
   private stopping: Promise<void> | undefined;
+  /** When the car made its current connection (its will's and its `online`'s `at`). */
+  private connectedAt: Date;
 
   private constructor(options: CarOptions) {
     this.options = options;
+    this.connectedAt = options.clock();
     const { brand, nativeId } = toTopicSegments(options.credential.deviceId);
     this.deviceId = options.credential.deviceId;
     this.brand = brand;
@@ -116,15 +119,19 @@ export class SimulatedCar {
     return carTopic(this.brand, this.nativeId, suffix);
   }
 
-  private presence(state: CarPresence['state']): CarPresence {
-    return { device_id: this.deviceId, brand: this.brand, state, at: this.options.clock().toISOString() };
+  private presence(state: CarPresence['state'], at = this.options.clock()): CarPresence {
+    return { device_id: this.deviceId, brand: this.brand, state, at: at.toISOString() };
   }
 
-  /** The last will, made afresh for each connection: its `at` is when the car registered it. */
+  /**
+   * The last will, made afresh for each connection: its `at` is when the car registered it, and
+   * the connection's `online` says the same time, so that the service orders them (the contract).
+   */
   private will() {
+    this.connectedAt = this.options.clock();
     return {
       topic: this.topic('presence'),
-      payload: Buffer.from(JSON.stringify(this.presence('offline'))),
+      payload: Buffer.from(JSON.stringify(this.presence('offline', this.connectedAt))),
       qos: carTopicQos.presence,
       retain: carTopicRetain.presence,
     };
@@ -194,7 +201,7 @@ export class SimulatedCar {
 
   /** After each (re)connection: online, then the status a new subscriber should see. */
   private async announce(): Promise<void> {
-    await this.publish('presence', this.presence('online'));
+    await this.publish('presence', this.presence('online', this.connectedAt));
     await this.publish('status', this.statusReport());
   }
 

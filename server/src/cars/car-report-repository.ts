@@ -60,20 +60,31 @@ export async function saveStatusReport(db: Db, report: StatusReport, seenAt?: Da
   });
 }
 
-/** Online or offline, as the car's presence message last said; `seenAt` as for status. */
+/**
+ * Online or offline, as the car's newest presence message says; `seenAt` as for status. Newest by
+ * the message's `at` (the time the car made that connection, which its `online` and its last will
+ * share), not by arrival: an old connection's will arriving after a new connection's `online`
+ * changes nothing. At the same `at`, `offline` wins: it ends the connection that `online` began.
+ */
 export async function savePresence(
   db: Db,
-  presence: { deviceId: string; online: boolean },
+  presence: { deviceId: string; online: boolean; at: string },
   seenAt?: Date,
 ): Promise<boolean> {
   const { rows } = await db.raw(
-    `insert into car_presence (device_id, online, last_seen)
-     select device_id, ?, ?::timestamptz from cars where device_id = ?
+    `insert into car_presence (device_id, online, presence_at, last_seen)
+     select device_id, ?, ?::timestamptz, ?::timestamptz from cars where device_id = ?
      on conflict (device_id) do update
-     set online = excluded.online,
+     set online = case
+           when car_presence.presence_at is null
+             or excluded.presence_at > car_presence.presence_at
+             or (excluded.presence_at = car_presence.presence_at and not excluded.online)
+           then excluded.online
+           else car_presence.online end,
+         presence_at = greatest(car_presence.presence_at, excluded.presence_at),
          last_seen = greatest(car_presence.last_seen, excluded.last_seen)
      returning device_id`,
-    [presence.online, seenAt ?? null, presence.deviceId],
+    [presence.online, presence.at, seenAt ?? null, presence.deviceId],
   );
   return rows.length > 0;
 }

@@ -7,7 +7,8 @@
  *
  * Messages are taken one at a time and a QoS 1 message is acknowledged only once handled, so the
  * broker keeps (and redelivers) what the service has not stored yet, and one car's messages are
- * handled in the order it sent them (presence: the last one wins).
+ * handled in the order it sent them. While the store is unavailable the message in hand is tried
+ * again after a pause (store-outage.ts), which holds the stream back rather than dropping it.
  */
 import { randomBytes } from 'node:crypto';
 import { redactDeviceId } from '@svc/sdk';
@@ -16,6 +17,7 @@ import {
   type CarTopicPayloads,
   carTopicFilter,
   carTopicQos,
+  carTopicRetain,
   type ServiceReceivedSuffix,
   serviceReceives,
 } from '../../../generated/mqtt.ts';
@@ -25,6 +27,7 @@ import type { Logger } from '../logger.ts';
 import type { Db } from '../store/db.ts';
 import type { BridgeMetrics } from './bridge-metrics.ts';
 import { readCarMessage } from './car-message.ts';
+import { createStoreOutage, StoreOutageError } from './store-outage.ts';
 import {
   createTelemetryBatch,
   defaultTelemetryBatch,
@@ -76,6 +79,7 @@ export function createBridge(deps: BridgeDependencies) {
     metrics,
     options: deps.telemetryBatch ?? defaultTelemetryBatch,
   });
+  const outage = createStoreOutage({ logger });
 
   const handlers: { [S in ServiceReceivedSuffix]: Handler<S> } = {
     status: async (deviceId, report, seenAt) => {
@@ -111,7 +115,11 @@ export function createBridge(deps: BridgeDependencies) {
       return 'queued';
     },
     presence: async (deviceId, presence, seenAt) => {
-      const saved = await savePresence(db, { deviceId, online: presence.state === 'online' }, seenAt);
+      const saved = await savePresence(
+        db,
+        { deviceId, online: presence.state === 'online', at: presence.at },
+        seenAt,
+      );
       return saved ? 'stored' : 'unknown_car';
     },
     // Commands come with issue 13: until then an acknowledgement is checked and counted, and
@@ -122,7 +130,8 @@ export function createBridge(deps: BridgeDependencies) {
     },
   };
 
-  async function dispatch(packet: IPublishPacket): Promise<void> {
+  /** Whether to acknowledge the message: not when the bridge stopped before the store came back. */
+  async function dispatch(packet: IPublishPacket): Promise<boolean> {
     const read = readCarMessage(packet.topic, packet.payload as Buffer);
     if (!read.ok) {
       metrics.dropped(read.suffix ?? 'unknown', read.reason);
@@ -132,7 +141,7 @@ export function createBridge(deps: BridgeDependencies) {
         device: read.deviceId === undefined ? undefined : redactDeviceId(read.deviceId),
         detail: read.detail,
       });
-      return;
+      return true;
     }
     const { suffix, deviceId, payload } = read.message;
     // A retained message replayed on subscribing says what the car said some time ago, not that
@@ -140,7 +149,7 @@ export function createBridge(deps: BridgeDependencies) {
     const seenAt = packet.retain ? undefined : clock();
     try {
       const handle = handlers[suffix] as Handler<typeof suffix>;
-      const handled = await handle(deviceId, payload, seenAt);
+      const handled = await outage.persist(() => handle(deviceId, payload, seenAt));
       if (handled === 'unknown_car') {
         metrics.dropped(suffix, 'unknown_car');
         logger.warn('mqtt: message of a car not provisioned dropped', {
@@ -152,6 +161,15 @@ export function createBridge(deps: BridgeDependencies) {
         metrics.counted(suffix, handled);
       }
     } catch (error) {
+      if (error instanceof StoreOutageError) {
+        metrics.dropped(suffix, 'store_unavailable');
+        logger.warn('mqtt: a message was not stored: the bridge stopped during a store outage', {
+          reason: 'store_unavailable',
+          suffix,
+          device: redactDeviceId(deviceId),
+        });
+        return false;
+      }
       metrics.dropped(suffix, 'handler_failed');
       logger.error('mqtt: a message could not be handled', {
         reason: 'handler_failed',
@@ -160,6 +178,7 @@ export function createBridge(deps: BridgeDependencies) {
         error: error instanceof Error ? error.message : String(error),
       });
     }
+    return true;
   }
 
   const filters = serviceReceives.map((suffix) => ({
@@ -176,6 +195,20 @@ export function createBridge(deps: BridgeDependencies) {
     if (refused.length > 0) {
       throw new Error(`the broker refused the bridge's subscriptions to ${refused.join(', ')}`);
     }
+    if (connection.shared) await readRetained(client);
+  }
+
+  /**
+   * MQTT 5 (4.8.2) has a broker send no retained messages to a shared subscription (Mosquitto
+   * 2.0.11 sends them anyway; a broker that follows the spec does not), so what cars left retained
+   * (presence, status) while no bridge listened is read once, plainly: subscribed and unsubscribed at once, the broker
+   * having queued them on subscribing. Reading them twice, or on every replica, does no harm:
+   * presence is ordered by `at`, and a status replaces itself.
+   */
+  async function readRetained(client: MqttClient): Promise<void> {
+    const retained = serviceReceives.filter((suffix) => carTopicRetain[suffix]).map((s) => carTopicFilter(s));
+    await client.subscribeAsync(retained, { qos: 1 });
+    await client.unsubscribeAsync(retained);
   }
 
   let client: MqttClient | undefined;
@@ -202,7 +235,9 @@ export function createBridge(deps: BridgeDependencies) {
       const started = mqtt.connect(connection.url, options);
       client = started;
       started.handleMessage = (packet, done) => {
-        handling = dispatch(packet).then(() => done());
+        handling = dispatch(packet).then((acknowledge) => {
+          if (acknowledge) done();
+        });
       };
       return new Promise((resolve, reject) => {
         let up = false;
@@ -239,12 +274,13 @@ export function createBridge(deps: BridgeDependencies) {
       });
     },
 
-    /** Disconnects, then writes the telemetry still waiting. */
+    /** Disconnects, then writes the telemetry still waiting; a store outage is not waited out. */
     async stop(): Promise<void> {
+      outage.stop();
       await client?.endAsync();
       client = undefined;
       await handling;
-      await telemetry.flush();
+      await telemetry.close();
     },
   };
 }

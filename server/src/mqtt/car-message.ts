@@ -2,6 +2,9 @@
  * One MQTT message from a car, read as the contract says: a topic the service receives, the
  * device it names, a JSON payload that passes its AsyncAPI schema, and a payload `device_id` and
  * `brand` that agree with the topic. Anything else is a drop reason, never an exception.
+ * Payloads are bounded in size and in nesting before anything walks them, so that no message can
+ * hold the bridge for long or exhaust its stack (the brokers bound packets too; this holds
+ * whatever the broker lets through).
  */
 import { DeviceIdError, fromTopicSegments } from '@svc/sdk';
 import {
@@ -11,6 +14,25 @@ import {
   serviceReceives,
 } from '../../../generated/mqtt.ts';
 import { payloadValidators } from '../../../generated/mqtt-payload-validators.cjs';
+import { maxPacketBytes } from './packet-size-guard.ts';
+
+/**
+ * Deeper than any report needs (the free-form `state` included); JSON.stringify and the store's
+ * JSON functions recurse, and a payload nested thousands deep would overflow them.
+ */
+export const maxPayloadDepth = 32;
+
+/** Whether objects and arrays in `value` nest deeper than `limit`; walked without recursion. */
+function nestedDeeperThan(value: unknown, limit: number): boolean {
+  const stack: [unknown, number][] = [[value, 1]];
+  for (let next = stack.pop(); next; next = stack.pop()) {
+    const [item, depth] = next;
+    if (typeof item !== 'object' || item === null) continue;
+    if (depth > limit) return true;
+    for (const child of Object.values(item)) stack.push([child, depth + 1]);
+  }
+  return false;
+}
 
 /** Why the bridge drops a message: a bounded set, so each is a metric label. */
 export const dropReasons = [
@@ -20,6 +42,8 @@ export const dropReasons = [
   'topic_mismatch',
   'unknown_car',
   'handler_failed',
+  'store_unavailable',
+  'too_large',
 ] as const;
 
 export type DropReason = (typeof dropReasons)[number];
@@ -48,11 +72,21 @@ export function readCarMessage(topic: string, bytes: Uint8Array): ReadMessage {
     if (error instanceof DeviceIdError) return { ok: false, reason: 'invalid_topic', suffix };
     throw error;
   }
+  if (bytes.byteLength > maxPacketBytes) return { ok: false, reason: 'too_large', suffix, deviceId };
   let payload: unknown;
   try {
     payload = JSON.parse(utf8.decode(bytes));
   } catch {
     return { ok: false, reason: 'not_json', suffix, deviceId };
+  }
+  if (nestedDeeperThan(payload, maxPayloadDepth)) {
+    return {
+      ok: false,
+      reason: 'invalid_payload',
+      suffix,
+      deviceId,
+      detail: `nested deeper than ${maxPayloadDepth} levels`,
+    };
   }
   const validate = payloadValidators[suffix];
   if (!validate(payload)) {

@@ -2,16 +2,23 @@
  * The embedded broker (aedes 1.x) on MQTT_PORT: it signs clients in against the credential store
  * and asks the ACL table (acl.ts) on every publish and subscribe. Credentials are cached for a few
  * seconds; provisioning clears a user name's entry at once and disconnects its clients.
+ *
+ * Before anyone signs in, the broker is open to the internet: a packet larger than
+ * `maxPacketBytes` ends its connection before aedes buffers it (packet-size-guard.ts), a user name
+ * that can be no one is refused without reading the store, and a miss is cached like a hit, so
+ * that a flood of wrong passwords costs a store read per user name, not per attempt.
  */
 import { randomBytes, timingSafeEqual } from 'node:crypto';
-import { createServer, type Server } from 'node:net';
+import { createServer, type Server, type Socket } from 'node:net';
 import { redactDeviceId, validateDeviceId } from '@svc/sdk';
 import { Aedes, type AuthenticateError, type Client } from 'aedes';
 import type { Logger } from '../logger.ts';
 import { type BrokerPrincipal, mayPublish, maySubscribe } from './acl.ts';
 import { redactTopic, type ServiceBroker } from './broker.ts';
 import type { BrokerAccounts } from './broker-accounts.ts';
+import type { BrokerMetrics } from './broker-metrics.ts';
 import { type BrokerCredential, type CredentialStore, secretMatches } from './credentials.ts';
+import { guardPacketSize, maxPacketBytes } from './packet-size-guard.ts';
 
 /** The service's own user name on the embedded broker; never in the credential store. */
 export const serviceUsername = 'svc:service';
@@ -56,6 +63,17 @@ function principalOf(username: string, credential: BrokerCredential): BrokerPrin
   }
 }
 
+/** Whether `username` could be a car's or a connector's, so that the store may know it. */
+function mayBeSomeone(username: string): boolean {
+  if (username.startsWith('connector:')) return true;
+  try {
+    validateDeviceId(username);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /** User names as they may be logged: a car's redacted, a connector's or the service's as they are. */
 function loggedUsername(username: string): string {
   return username.startsWith('connector:') || username === serviceUsername
@@ -68,10 +86,13 @@ export function createEmbeddedBroker(deps: {
   host: string;
   port: number;
   logger: Logger;
+  metrics: BrokerMetrics;
 }): ServiceBroker {
-  const { credentials, logger } = deps;
+  const { credentials, logger, metrics } = deps;
   const serviceCredential = { username: serviceUsername, password: randomBytes(24).toString('base64url') };
   const cache = new Map<string, { credential: BrokerCredential | undefined; until: number }>();
+  /** Store reads under way, so that many sign-ins as one user name at once read it once. */
+  const reading = new Map<string, Promise<BrokerCredential | undefined>>();
   /** Counts changes to credentials, so that a sign-in that read the store before one reads again. */
   let changes = 0;
   const signedIn = new WeakMap<Client, SignedIn>();
@@ -83,10 +104,23 @@ export function createEmbeddedBroker(deps: {
   async function credentialOf(username: string): Promise<BrokerCredential | undefined> {
     const cached = cache.get(username);
     if (cached && cached.until > Date.now()) return cached.credential;
-    const credential = await credentials.get(username);
-    if (cache.size >= cacheLimit) cache.delete(cache.keys().next().value as string);
-    cache.set(username, { credential, until: Date.now() + cacheMs });
-    return credential;
+    const underWay = reading.get(username);
+    if (underWay) return underWay;
+    const changesBefore = changes;
+    const read = credentials.get(username).then((credential) => {
+      // A credential changed during the read may be stale: it is not kept for others.
+      if (changes === changesBefore) {
+        if (cache.size >= cacheLimit) cache.delete(cache.keys().next().value as string);
+        cache.set(username, { credential, until: Date.now() + cacheMs });
+      }
+      return credential;
+    });
+    reading.set(username, read);
+    try {
+      return await read;
+    } finally {
+      if (reading.get(username) === read) reading.delete(username);
+    }
   }
 
   /** Who signs in with these, or undefined; a credential changed meanwhile means reading again. */
@@ -98,6 +132,7 @@ export function createEmbeddedBroker(deps: {
         ? { role: 'service' }
         : undefined;
     }
+    if (!mayBeSomeone(username)) return undefined;
     for (;;) {
       const before = changes;
       const credential = await credentialOf(username);
@@ -121,6 +156,7 @@ export function createEmbeddedBroker(deps: {
 
   function forget(username: string): void {
     cache.delete(username);
+    reading.delete(username);
     changes += 1;
     for (const client of sessions.get(username) ?? []) client.close();
     sessions.delete(username);
@@ -148,9 +184,11 @@ export function createEmbeddedBroker(deps: {
     signIn(username, password.toString('utf8')).then(
       (principal) => {
         if (!principal) {
+          metrics.refused('credential');
           logger.info('broker sign-in refused', { username: loggedUsername(username), reason: 'credential' });
           done(refusal(badUserNameOrPassword, 'bad user name or password'), null);
         } else if (!clientIdAllowed(principal, username, client.id)) {
+          metrics.refused('client_id');
           logger.info('broker sign-in refused', { username: loggedUsername(username), reason: 'client_id' });
           done(refusal(notAuthorized, 'this client id belongs to another user'), null);
         } else {
@@ -159,6 +197,7 @@ export function createEmbeddedBroker(deps: {
         }
       },
       (error: unknown) => {
+        metrics.refused('store_unavailable');
         logger.warn('broker sign-in failed: the credential store does not answer', { error });
         done(refusal(serverUnavailable, 'server unavailable'), null);
       },
@@ -195,7 +234,19 @@ export function createEmbeddedBroker(deps: {
           callback(null, null);
         },
       });
-      const listening = createServer(aedes.handle);
+      const handle = aedes.handle;
+      const listening = createServer((socket: Socket) => {
+        const guarded = guardPacketSize(socket, maxPacketBytes, (refusal) => {
+          metrics.refused(refusal.reason);
+          logger.warn('broker connection closed: a packet too large to take, or a malformed one', {
+            reason: refusal.reason,
+            remote: socket.remoteAddress,
+            announced_bytes: refusal.announcedBytes,
+            limit_bytes: maxPacketBytes,
+          });
+        });
+        handle(guarded);
+      });
       server = listening;
       await new Promise<void>((resolve, reject) => {
         listening.once('error', reject).listen(deps.port, deps.host, () => {

@@ -98,7 +98,9 @@ export function createMosquittoBroker(deps: {
    * replicas' responses arrive on the same topic; the correlation data tells ours apart.
    */
   async function control(commands: Record<string, unknown>[]): Promise<DynsecResponse[]> {
-    if (!client) throw brokerUnavailable();
+    // Offline (the broker restarting), mqtt.js would queue the command and send it on reconnecting,
+    // long after the caller was told 503: a provisioning undone meanwhile would be done again.
+    if (!client?.connected) throw brokerUnavailable();
     const id = randomUUID();
     const tagged = commands.map((command, index) => ({ ...command, correlationData: `${id}/${index}` }));
     let timer: NodeJS.Timeout | undefined;

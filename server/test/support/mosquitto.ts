@@ -1,6 +1,8 @@
 /**
  * A Mosquitto of the test's own: dynamic security initialised in a temporary folder with an admin,
- * a generated config on a free port of 127.0.0.1, started and waited for, killed after.
+ * a generated config on a free port of 127.0.0.1, started and waited for, killed after. It can be
+ * killed and started again on the same port with the same dynamic-security file (a crash and a
+ * restart); it keeps nothing else (`persistence false`), as a broker that lost its state.
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -9,6 +11,7 @@ import { createServer, connect as tcpConnect } from 'node:net';
 import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
 import { serviceRoleAcls } from '../../src/mqtt/mosquitto-dynsec.ts';
+import { maxPacketBytes } from '../../src/mqtt/packet-size-guard.ts';
 
 const mosquittoBin = '/usr/sbin/mosquitto';
 const dynsecPlugin = '/usr/lib/x86_64-linux-gnu/mosquitto_dynamic_security.so';
@@ -17,6 +20,10 @@ export interface TestMosquitto {
   url: string;
   /** Made by `dynsec init`: the admin role, plus the service's row of the ACL table (see below). */
   admin: { username: string; password: string };
+  /** Kills the broker at once (SIGKILL): no will is sent, every connection is cut. */
+  kill(): Promise<void>;
+  /** Starts it again, on the same port with the same dynamic-security file. */
+  start(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -62,6 +69,8 @@ export async function startMosquitto(): Promise<TestMosquitto> {
       `listener ${port} 127.0.0.1`,
       'allow_anonymous false',
       'persistence false',
+      // What README "The broker" asks operators for: the packets cars need, and no more.
+      `max_packet_size ${maxPacketBytes}`,
       // Run as root, Mosquitto would become the user `mosquitto`, who may not read this folder.
       `user ${userInfo().username}`,
       `plugin ${dynsecPlugin}`,
@@ -72,27 +81,37 @@ export async function startMosquitto(): Promise<TestMosquitto> {
       '',
     ].join('\n'),
   );
-  const child = spawn(mosquittoBin, ['-c', configFile], { stdio: ['ignore', 'ignore', 'pipe'] });
+  let child: ChildProcess | undefined;
   let output = '';
-  child.stderr?.on('data', (chunk: Buffer) => {
-    output += chunk.toString();
-  });
-  const url = `mqtt://127.0.0.1:${port}`;
-  const stop = async () => {
-    if (child.exitCode === null) {
-      const exited = new Promise((resolve) => child.once('exit', resolve));
-      child.kill('SIGTERM');
+  const launch = async () => {
+    output = '';
+    const started = spawn(mosquittoBin, ['-c', configFile], { stdio: ['ignore', 'ignore', 'pipe'] });
+    child = started;
+    started.stderr?.on('data', (chunk: Buffer) => {
+      output += chunk.toString();
+    });
+    await accepting(port, started, () => output);
+  };
+  const end = async (signal: NodeJS.Signals) => {
+    const running = child;
+    if (running && running.exitCode === null && running.signalCode === null) {
+      const exited = new Promise((resolve) => running.once('exit', resolve));
+      running.kill(signal);
       await exited;
     }
+  };
+  const url = `mqtt://127.0.0.1:${port}`;
+  const stop = async () => {
+    await end('SIGTERM');
     rmSync(dir, { recursive: true, force: true });
   };
   try {
-    await accepting(port, child, () => output);
+    await launch();
   } catch (error) {
     await stop();
     throw error;
   }
-  return { url, admin, stop };
+  return { url, admin, stop, kill: () => end('SIGKILL'), start: launch };
 }
 
 /**

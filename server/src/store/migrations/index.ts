@@ -11,6 +11,7 @@ import * as uploadLeases from './20261201090000_upload_leases.ts';
 import * as uploadClaims from './20261201100000_upload_claims.ts';
 import * as cars from './20261210090000_cars.ts';
 import * as carReports from './20261215090000_car_reports.ts';
+import * as presenceOrder from './20261216090000_presence_order.ts';
 
 interface Migration {
   up(db: Knex): Promise<void>;
@@ -26,6 +27,7 @@ const migrations: [name: string, migration: Migration][] = [
   ['20261201100000_upload_claims', uploadClaims],
   ['20261210090000_cars', cars],
   ['20261215090000_car_reports', carReports],
+  ['20261216090000_presence_order', presenceOrder],
 ];
 
 export const migrationSource: Knex.MigrationSource<[string, Migration]> = {

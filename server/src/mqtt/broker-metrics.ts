@@ -1,0 +1,24 @@
+/** The embedded broker's Prometheus metrics, on the service's registry (`/metrics`). */
+import { Counter, type Registry } from 'prom-client';
+import type { PacketRefusal } from './packet-size-guard.ts';
+
+/** Why the broker turned a connection away: a bounded set, so each is a metric label. */
+export type ConnectionRefusal = PacketRefusal | 'credential' | 'client_id' | 'store_unavailable';
+
+export interface BrokerMetrics {
+  refused(reason: ConnectionRefusal): void;
+}
+
+export function createBrokerMetrics(registry: Registry): BrokerMetrics {
+  const refusals = new Counter({
+    name: 'svc_mqtt_connections_refused_total',
+    help: 'Connections the embedded broker refused or closed, by reason (credential, client_id, store_unavailable, packet_too_large, malformed_packet).',
+    labelNames: ['reason'] as const,
+    registers: [registry],
+  });
+  return {
+    refused(reason) {
+      refusals.inc({ reason });
+    },
+  };
+}
