@@ -100,6 +100,8 @@ export function createEmbeddedBroker(deps: {
   const sessions = new Map<string, Set<Client>>();
   let aedes: Aedes | undefined;
   let server: Server | undefined;
+  /** The raw connections, so that stopping never waits on a client that does not leave. */
+  const connections = new Set<Socket>();
 
   async function credentialOf(username: string): Promise<BrokerCredential | undefined> {
     const cached = cache.get(username);
@@ -236,6 +238,8 @@ export function createEmbeddedBroker(deps: {
       });
       const handle = aedes.handle;
       const listening = createServer((socket: Socket) => {
+        connections.add(socket);
+        socket.once('close', () => connections.delete(socket));
         const guarded = guardPacketSize(socket, maxPacketBytes, (refusal) => {
           metrics.refused(refusal.reason);
           logger.warn('broker connection closed: a packet too large to take, or a malformed one', {
@@ -268,6 +272,9 @@ export function createEmbeddedBroker(deps: {
       const broker = aedes;
       aedes = undefined;
       if (broker) await new Promise<void>((resolve) => broker.close(() => resolve()));
+      // aedes ends its clients; a connection that has not gone by then (a client that never
+      // answers the close, one still before its CONNECT) must not hold the server's close.
+      for (const socket of connections) socket.destroy();
       await closed;
       sessions.clear();
       cache.clear();
