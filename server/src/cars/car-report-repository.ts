@@ -35,29 +35,51 @@ const upsertSeen = `
   on conflict (device_id) do update
   set last_seen = greatest(car_presence.last_seen, excluded.last_seen)`;
 
-/** The car's last report replaces the one kept; `seenAt` (a live message) moves its last seen. */
-export async function saveStatusReport(db: Db, report: StatusReport, seenAt?: Date): Promise<boolean> {
-  return db.transaction(async (trx) => {
-    const { rows } = await trx.raw(
-      `insert into car_status_reports (device_id, host_version, installed_apps, state, reported_at, received_at)
-       select device_id, ?, ?::jsonb, ?::jsonb, ?, ? from cars where device_id = ?
+/** A status report as the bridge batches it; `seenAt` (a live message) moves the car's last seen. */
+export interface QueuedStatusReport extends StatusReport {
+  seenAt?: Date;
+}
+
+/**
+ * One batch of status reports in one statement: each car's last report of the batch replaces the
+ * one kept, and its last live message moves its last seen. Returns the device id of each report
+ * stored, in order; reports of cars not provisioned are left out.
+ */
+export async function saveStatusReports(db: Db, reports: QueuedStatusReport[]): Promise<string[]> {
+  const batch = reports.map((report, seq) => ({
+    seq,
+    device_id: report.deviceId,
+    host_version: report.hostVersion,
+    installed_apps: report.installedApps,
+    state: report.state,
+    reported_at: report.reportedAt,
+    received_at: report.receivedAt,
+    seen_at: report.seenAt ?? null,
+  }));
+  const { rows: stored } = await db.raw(
+    `with batch as (
+       select b.* from jsonb_to_recordset(?::jsonb) as b(
+         seq int, device_id text, host_version text, installed_apps jsonb, state jsonb,
+         reported_at timestamptz, received_at timestamptz, seen_at timestamptz)
+       where exists (select 1 from cars where cars.device_id = b.device_id)
+     ),
+     last_report as (
+       insert into car_status_reports (device_id, host_version, installed_apps, state, reported_at, received_at)
+       select distinct on (device_id) device_id, host_version, installed_apps, state, reported_at, received_at
+       from batch order by device_id, seq desc
        on conflict (device_id) do update
        set host_version = excluded.host_version, installed_apps = excluded.installed_apps,
            state = excluded.state, reported_at = excluded.reported_at, received_at = excluded.received_at
-       returning device_id`,
-      [
-        report.hostVersion,
-        JSON.stringify(report.installedApps),
-        JSON.stringify(report.state),
-        report.reportedAt,
-        report.receivedAt,
-        report.deviceId,
-      ],
-    );
-    if (rows.length === 0) return false;
-    if (seenAt) await markSeen(trx, report.deviceId, seenAt);
-    return true;
-  });
+     ),
+     seen as (
+       insert into car_presence (device_id, last_seen)
+       select device_id, max(seen_at) from batch where seen_at is not null group by device_id
+       ${upsertSeen}
+     )
+     select device_id from batch order by seq`,
+    [JSON.stringify(batch)],
+  );
+  return stored.map((row: { device_id: string }) => row.device_id);
 }
 
 /** Online or offline, as the car's presence message last said; `seenAt` as for status. */

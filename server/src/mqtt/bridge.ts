@@ -5,9 +5,13 @@
  * redacted device id and counted by reason. A handler that throws is caught, logged and counted
  * the same way: nothing a car sends can stop the bridge.
  *
- * Messages are taken one at a time and a QoS 1 message is acknowledged only once handled, so the
- * broker keeps (and redelivers) what the service has not stored yet, and one car's messages are
- * handled in the order it sent them (presence: the last one wins).
+ * Messages are taken one at a time, so one car's messages are handled in the order it sent them
+ * (presence: the last one wins). A QoS 1 message is acknowledged once handled; for status and
+ * telemetry that means taken into a batch (status-batch.ts, telemetry-batch.ts), written within a
+ * fraction of a second and on stop. mqtt.js takes the next message only after acknowledging this
+ * one, so waiting for each status's own commit held the whole stream to one commit at a time: a
+ * fleet outran it and Mosquitto dropped the QoS 1 messages queued beyond its limit (bench:ingest).
+ * The price: a crash loses the reports of the batch being gathered (at most `maxDelayMs` of them).
  */
 import { randomBytes } from 'node:crypto';
 import { redactDeviceId } from '@svc/sdk';
@@ -19,12 +23,13 @@ import {
   type ServiceReceivedSuffix,
   serviceReceives,
 } from '../../../generated/mqtt.ts';
-import { markSeen, savePresence, saveStatusReport } from '../cars/car-report-repository.ts';
+import { markSeen, savePresence } from '../cars/car-report-repository.ts';
 import type { Clock } from '../clock.ts';
 import type { Logger } from '../logger.ts';
 import type { Db } from '../store/db.ts';
 import type { BridgeMetrics } from './bridge-metrics.ts';
 import { readCarMessage } from './car-message.ts';
+import { createStatusBatch, defaultStatusBatch, type StatusBatchOptions } from './status-batch.ts';
 import {
   createTelemetryBatch,
   defaultTelemetryBatch,
@@ -54,6 +59,7 @@ export interface BridgeDependencies {
   logger: Logger;
   metrics: BridgeMetrics;
   telemetryBatch?: TelemetryBatchOptions;
+  statusBatch?: StatusBatchOptions;
 }
 
 /** What a handler did with a valid message: kept it, kept nothing, found no such car, or queued it. */
@@ -76,22 +82,25 @@ export function createBridge(deps: BridgeDependencies) {
     metrics,
     options: deps.telemetryBatch ?? defaultTelemetryBatch,
   });
+  const statuses = createStatusBatch({
+    db,
+    logger,
+    metrics,
+    options: deps.statusBatch ?? defaultStatusBatch,
+  });
 
   const handlers: { [S in ServiceReceivedSuffix]: Handler<S> } = {
     status: async (deviceId, report, seenAt) => {
-      const saved = await saveStatusReport(
-        db,
-        {
-          deviceId,
-          hostVersion: report.host_version,
-          installedApps: report.installed_apps,
-          state: report.state,
-          reportedAt: report.reported_at,
-          receivedAt: clock(),
-        },
+      await statuses.add({
+        deviceId,
+        hostVersion: report.host_version,
+        installedApps: report.installed_apps,
+        state: report.state,
+        reportedAt: report.reported_at,
+        receivedAt: clock(),
         seenAt,
-      );
-      return saved ? 'stored' : 'unknown_car';
+      });
+      return 'queued';
     },
     telemetry: async (deviceId, fix, seenAt) => {
       const receivedAt = (seenAt ?? clock()).toISOString();
@@ -239,12 +248,12 @@ export function createBridge(deps: BridgeDependencies) {
       });
     },
 
-    /** Disconnects, then writes the telemetry still waiting. */
+    /** Disconnects, then writes the status reports and telemetry still waiting. */
     async stop(): Promise<void> {
       await client?.endAsync();
       client = undefined;
       await handling;
-      await telemetry.flush();
+      await Promise.all([statuses.flush(), telemetry.flush()]);
     },
   };
 }
