@@ -30,7 +30,11 @@ export interface TelemetryRow {
   live: boolean;
 }
 
-/** `last_seen` moves forward only: a sighting older than the one kept changes nothing. */
+/**
+ * `last_seen` moves forward only: a sighting older than the one kept changes nothing. The batches
+ * (status, telemetry; two replicas) upsert their cars' rows in device-id order, so that two
+ * batches sharing cars lock them in the same order and cannot deadlock on Postgres.
+ */
 const upsertSeen = `
   on conflict (device_id) do update
   set last_seen = greatest(car_presence.last_seen, excluded.last_seen)`;
@@ -73,7 +77,7 @@ export async function saveStatusReports(db: Db, reports: QueuedStatusReport[]): 
      ),
      seen as (
        insert into car_presence (device_id, last_seen)
-       select device_id, max(seen_at) from batch where seen_at is not null group by device_id
+       select device_id, max(seen_at) from batch where seen_at is not null group by device_id order by device_id
        ${upsertSeen}
      )
      select device_id from batch order by seq`,
@@ -137,7 +141,7 @@ export async function saveTelemetry(db: Db, rows: TelemetryRow[]): Promise<strin
      ),
      seen as (
        insert into car_presence (device_id, last_seen)
-       select device_id, max(received_at) from batch where live group by device_id
+       select device_id, max(received_at) from batch where live group by device_id order by device_id
        ${upsertSeen}
      )
      insert into car_telemetry (device_id, recorded_at, received_at, latitude, longitude, accuracy_m,
