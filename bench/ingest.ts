@@ -516,175 +516,177 @@ async function statusStored(metricsUrl: string): Promise<number> {
   return sample(metrics, 'svc_mqtt_messages_total', { suffix: 'status', outcome: 'stored' });
 }
 
+type Cleanup = () => Promise<void>;
+
+/** One configuration, start to end; every step runs, so that no broker or service is left behind. */
 async function measure(broker: BrokerKind, store: StoreKind, settings: Settings): Promise<Measurement> {
-  const label = `${broker}-${store}`;
-  const cleanups: (() => Promise<void>)[] = [];
-  try {
-    const dataDir = mkdtempSync(join(tmpdir(), 'svc-bench-ingest-'));
-    cleanups.push(async () => rmSync(dataDir, { recursive: true, force: true }));
-    const env: Record<string, string> = {
-      HOST: '127.0.0.1',
-      PORT: '0',
-      METRICS_PORT: '0',
-      MQTT_PORT: '0',
-      DATA_DIR: dataDir,
-      SVC_ADMIN_EMAILS: adminEmail,
-    };
-    if (store === 'postgres') {
-      if (!settings.databaseUrl) throw new Error('Postgres needs DATABASE_URL');
-      const database = await createDatabase(settings.databaseUrl);
-      cleanups.unshift(() => database.drop());
-      env.DATABASE_URL = database.url;
-    }
-    let mosquitto: TestMosquitto | undefined;
-    if (broker === 'mosquitto') {
-      const started = await startMosquitto();
-      mosquitto = started;
-      cleanups.unshift(() => started.stop());
-      Object.assign(env, {
-        MQTT_URL: started.url,
-        MQTT_USERNAME: started.admin.username,
-        MQTT_PASSWORD: started.admin.password,
-      });
-    }
-
-    const service = await spawnChild<ServiceReady, ServiceCounts>(
-      'serve',
-      label,
-      { env },
-      settings.cpuProfDir,
-    );
-    cleanups.unshift(() => service.stop());
-    const { url: apiUrl, metricsUrl, mqttUrl } = service.ready;
-    const token = await signInAdmin(service.ready);
-    process.stderr.write(`${label}: provisioning ${settings.cars + settings.probes} cars\n`);
-    const credentials = await provisionCars({
-      apiUrl,
-      token,
-      count: settings.cars + settings.probes,
-      brand: 'brand_a',
+  const cleanups: Cleanup[] = [];
+  let failure: unknown;
+  const measured = await run(broker, store, settings, cleanups).catch((error: unknown) => {
+    failure = error;
+  });
+  for (const cleanup of cleanups) {
+    await cleanup().catch((error: unknown) => {
+      failure ??= error;
     });
-    const fleetCars = credentials.slice(0, settings.cars);
-    const probeCars = credentials.slice(settings.cars);
-
-    // Whoever may read every car: the service itself on the embedded broker, the admin on Mosquitto.
-    const reader = mosquitto?.admin ?? service.ready.serviceCredential;
-    const counter = await spawnChild<true, StreamCounts>(
-      'count',
-      label,
-      {
-        signIn: {
-          url: mqttUrl,
-          ...reader,
-          clientId: `${reader.username}/bench-counter`,
-          protocolVersion: mosquitto ? 5 : 4,
-        },
-      } satisfies CountOrder,
-      undefined,
-    );
-    cleanups.unshift(() => counter.stop());
-
-    // What the fleet's cars got to the broker: QoS 1 once acknowledged.
-    const sent = { status: 0, telemetry: 0 };
-    const warnings: string[] = [];
-    process.stderr.write(`${label}: ${settings.cars} cars driving\n`);
-    const fleet = await startSimulator({
-      mqttUrl,
-      cars: fleetCars,
-      statusEveryMs: settings.statusEveryMs,
-      telemetryEveryMs: settings.telemetryEveryMs,
-      output: { write: () => true },
-      warnings: { write: (text: string) => warnings.push(text) },
-      sent: (_deviceId, suffix) => {
-        if (suffix === 'status' || suffix === 'telemetry') sent[suffix] += 1;
-      },
-    });
-    let fleetStopped = false;
-    cleanups.unshift(async () => {
-      if (!fleetStopped) await fleet.stop();
-    });
-    const probes = await spawnChild<true, ProbeResults>(
-      'probe',
-      label,
-      { mqttUrl, apiUrl, token, cars: probeCars, giveUpMs: 10_000 } satisfies ProbeOrder,
-      undefined,
-    );
-    cleanups.unshift(() => probes.stop());
-
-    process.stderr.write(
-      `${label}: warming up ${settings.warmup} s, then measuring ${settings.duration} s\n`,
-    );
-    await pause(settings.warmup * 1000);
-    const readAll = async (question: Omit<Question, 'id'> = {}) => {
-      const [serviceCounts, bare, status] = await Promise.all([
-        service.ask(question),
-        counter.ask(),
-        statusStored(metricsUrl),
-      ]);
-      return { at: performance.now(), service: serviceCounts, bare, status, sent: { ...sent } };
-    };
-    const [start] = await Promise.all([readAll({ reset: true }), probes.ask({ reset: true })]);
-    await pause(settings.duration * 1000);
-    const end = await readAll();
-    const probed = await probes.ask({ finish: true });
-    await fleet.stop();
-    fleetStopped = true;
-    const statusSent = sent.status + probed.statusSent;
-
-    // Catching up: every QoS 1 status the broker acknowledged should end up stored.
-    process.stderr.write(
-      `${label}: cars stopped; waiting up to ${settings.drain} s for the service to catch up\n`,
-    );
-    const drainStarted = performance.now();
-    let last = await readAll();
-    for (let stableSince = performance.now(); performance.now() - drainStarted < settings.drain * 1000; ) {
-      await pause(250);
-      const now = await readAll();
-      const moved = now.service.telemetryRows !== last.service.telemetryRows || now.status !== last.status;
-      last = now;
-      if (moved) stableSince = performance.now();
-      if (now.status >= statusSent && performance.now() - stableSince >= 1000) break;
-    }
-    const drainSeconds = (performance.now() - drainStarted) / 1000;
-
-    const seconds = (end.at - start.at) / 1000;
-    const rate = (before: number, after: number) => (after - before) / seconds;
-    const delays = [...probed.delaysMs].sort((a, b) => a - b);
-    if (warnings.length > 0) {
-      process.stderr.write(`${label}: the cars warned ${warnings.length} times, first: ${warnings[0]}`);
-    }
-    return {
-      broker,
-      store,
-      sentPerSecond: rate(start.sent.status + start.sent.telemetry, end.sent.status + end.sent.telemetry),
-      barePerSecond: rate(start.bare.status + start.bare.telemetry, end.bare.status + end.bare.telemetry),
-      storedPerSecond: rate(
-        start.status + start.service.telemetryRows,
-        end.status + end.service.telemetryRows,
-      ),
-      statusSent,
-      statusStored: last.status,
-      statusCarsMissing: credentials.length - last.service.statusCars,
-      telemetrySent: sent.telemetry,
-      telemetryStored: last.service.telemetryRows,
-      drainSeconds,
-      delayP50: percentile(delays, 0.5),
-      delayP99: percentile(delays, 0.99),
-      delaySamples: delays.length,
-      unseen: probed.unseen,
-      rssMib: end.service.rssBytes / mib,
-      peakRssMib: end.service.peakRssBytes / mib,
-    };
-  } finally {
-    // Every step runs, so that no broker or service is left behind; the first failure is reported.
-    let failure: unknown;
-    for (const cleanup of cleanups) {
-      await cleanup().catch((error: unknown) => {
-        failure ??= error;
-      });
-    }
-    if (failure !== undefined) throw failure;
   }
+  if (failure !== undefined || !measured) throw failure;
+  return measured;
+}
+
+/** Starts what `broker` and `store` need (its undoing goes first into `cleanups`), then measures. */
+async function run(
+  broker: BrokerKind,
+  store: StoreKind,
+  settings: Settings,
+  cleanups: Cleanup[],
+): Promise<Measurement> {
+  const label = `${broker}-${store}`;
+  const dataDir = mkdtempSync(join(tmpdir(), 'svc-bench-ingest-'));
+  cleanups.push(async () => rmSync(dataDir, { recursive: true, force: true }));
+  const env: Record<string, string> = {
+    HOST: '127.0.0.1',
+    PORT: '0',
+    METRICS_PORT: '0',
+    MQTT_PORT: '0',
+    DATA_DIR: dataDir,
+    SVC_ADMIN_EMAILS: adminEmail,
+  };
+  if (store === 'postgres') {
+    if (!settings.databaseUrl) throw new Error('Postgres needs DATABASE_URL');
+    const database = await createDatabase(settings.databaseUrl);
+    cleanups.unshift(() => database.drop());
+    env.DATABASE_URL = database.url;
+  }
+  let mosquitto: TestMosquitto | undefined;
+  if (broker === 'mosquitto') {
+    const started = await startMosquitto();
+    mosquitto = started;
+    cleanups.unshift(() => started.stop());
+    Object.assign(env, {
+      MQTT_URL: started.url,
+      MQTT_USERNAME: started.admin.username,
+      MQTT_PASSWORD: started.admin.password,
+    });
+  }
+
+  const service = await spawnChild<ServiceReady, ServiceCounts>('serve', label, { env }, settings.cpuProfDir);
+  cleanups.unshift(() => service.stop());
+  const { url: apiUrl, metricsUrl, mqttUrl } = service.ready;
+  const token = await signInAdmin(service.ready);
+  process.stderr.write(`${label}: provisioning ${settings.cars + settings.probes} cars\n`);
+  const credentials = await provisionCars({
+    apiUrl,
+    token,
+    count: settings.cars + settings.probes,
+    brand: 'brand_a',
+  });
+  const fleetCars = credentials.slice(0, settings.cars);
+  const probeCars = credentials.slice(settings.cars);
+
+  // Whoever may read every car: the service itself on the embedded broker, the admin on Mosquitto.
+  const reader = mosquitto?.admin ?? service.ready.serviceCredential;
+  const counter = await spawnChild<true, StreamCounts>(
+    'count',
+    label,
+    {
+      signIn: {
+        url: mqttUrl,
+        ...reader,
+        clientId: `${reader.username}/bench-counter`,
+        protocolVersion: mosquitto ? 5 : 4,
+      },
+    } satisfies CountOrder,
+    undefined,
+  );
+  cleanups.unshift(() => counter.stop());
+
+  // What the fleet's cars got to the broker: QoS 1 once acknowledged.
+  const sent = { status: 0, telemetry: 0 };
+  const warnings: string[] = [];
+  process.stderr.write(`${label}: ${settings.cars} cars driving\n`);
+  const fleet = await startSimulator({
+    mqttUrl,
+    cars: fleetCars,
+    statusEveryMs: settings.statusEveryMs,
+    telemetryEveryMs: settings.telemetryEveryMs,
+    output: { write: () => true },
+    warnings: { write: (text: string) => warnings.push(text) },
+    sent: (_deviceId, suffix) => {
+      if (suffix === 'status' || suffix === 'telemetry') sent[suffix] += 1;
+    },
+  });
+  let fleetStopped = false;
+  cleanups.unshift(async () => {
+    if (!fleetStopped) await fleet.stop();
+  });
+  const probes = await spawnChild<true, ProbeResults>(
+    'probe',
+    label,
+    { mqttUrl, apiUrl, token, cars: probeCars, giveUpMs: 10_000 } satisfies ProbeOrder,
+    undefined,
+  );
+  cleanups.unshift(() => probes.stop());
+
+  process.stderr.write(`${label}: warming up ${settings.warmup} s, then measuring ${settings.duration} s\n`);
+  await pause(settings.warmup * 1000);
+  const readAll = async (question: Omit<Question, 'id'> = {}) => {
+    const [serviceCounts, bare, status] = await Promise.all([
+      service.ask(question),
+      counter.ask(),
+      statusStored(metricsUrl),
+    ]);
+    return { at: performance.now(), service: serviceCounts, bare, status, sent: { ...sent } };
+  };
+  const [start] = await Promise.all([readAll({ reset: true }), probes.ask({ reset: true })]);
+  await pause(settings.duration * 1000);
+  const end = await readAll();
+  const probed = await probes.ask({ finish: true });
+  await fleet.stop();
+  fleetStopped = true;
+  const statusSent = sent.status + probed.statusSent;
+
+  // Catching up: every QoS 1 status the broker acknowledged should end up stored.
+  process.stderr.write(
+    `${label}: cars stopped; waiting up to ${settings.drain} s for the service to catch up\n`,
+  );
+  const drainStarted = performance.now();
+  let last = await readAll();
+  for (let stableSince = performance.now(); performance.now() - drainStarted < settings.drain * 1000; ) {
+    await pause(250);
+    const now = await readAll();
+    const moved = now.service.telemetryRows !== last.service.telemetryRows || now.status !== last.status;
+    last = now;
+    if (moved) stableSince = performance.now();
+    if (now.status >= statusSent && performance.now() - stableSince >= 1000) break;
+  }
+  const drainSeconds = (performance.now() - drainStarted) / 1000;
+
+  const seconds = (end.at - start.at) / 1000;
+  const rate = (before: number, after: number) => (after - before) / seconds;
+  const delays = [...probed.delaysMs].sort((a, b) => a - b);
+  if (warnings.length > 0) {
+    process.stderr.write(`${label}: the cars warned ${warnings.length} times, first: ${warnings[0]}`);
+  }
+  return {
+    broker,
+    store,
+    sentPerSecond: rate(start.sent.status + start.sent.telemetry, end.sent.status + end.sent.telemetry),
+    barePerSecond: rate(start.bare.status + start.bare.telemetry, end.bare.status + end.bare.telemetry),
+    storedPerSecond: rate(start.status + start.service.telemetryRows, end.status + end.service.telemetryRows),
+    statusSent,
+    statusStored: last.status,
+    statusCarsMissing: credentials.length - last.service.statusCars,
+    telemetrySent: sent.telemetry,
+    telemetryStored: last.service.telemetryRows,
+    drainSeconds,
+    delayP50: percentile(delays, 0.5),
+    delayP99: percentile(delays, 0.99),
+    delaySamples: delays.length,
+    unseen: probed.unseen,
+    rssMib: end.service.rssBytes / mib,
+    peakRssMib: end.service.peakRssBytes / mib,
+  };
 }
 
 /** Columns up to `leftColumns` are text, aligned left; the rest are figures, aligned right. */
