@@ -54,6 +54,8 @@ export interface CarOptions {
   reconnectPeriodMs: number;
   /** Called once the broker refused the car's password on a reconnection: the car has stopped. */
   refused(): void;
+  /** Told of each message the broker took (QoS 1: acknowledged; QoS 0: written). */
+  sent?(suffix: CarTopicSuffix): void;
 }
 
 /** Commands a car remembers (with its last ack of each), to answer one delivered twice without running it twice. */
@@ -228,6 +230,7 @@ export class SimulatedCar {
         qos: carTopicQos[suffix],
         retain: carTopicRetain[suffix],
       });
+      this.options.sent?.(suffix);
     } catch (error) {
       // A publish cut off by a lost connection: the next report or the reconnection makes up for it.
       if (!this.stopping)

@@ -1,4 +1,5 @@
 /** A fleet of simulated cars on one broker: `startSimulator` connects them all, `stop()` takes them off. */
+import type { CarTopicSuffix } from '../../generated/mqtt.ts';
 import { type CarCredential, type InstalledApp, SimulatedCar } from './car.ts';
 import { Route, type Waypoint } from './route.ts';
 
@@ -31,6 +32,8 @@ export interface SimulatorOptions {
   connectTimeoutMs?: number;
   /** Default 1 s. */
   reconnectPeriodMs?: number;
+  /** Told of each message a car got to the broker (QoS 1: once acknowledged), e.g. to count them. */
+  sent?(deviceId: string, suffix: CarTopicSuffix): void;
 }
 
 export interface Simulator {
@@ -83,6 +86,7 @@ export async function startSimulator(options: SimulatorOptions): Promise<Simulat
             refusedCars += 1;
             if (refusedCars === total) everyCarRefused();
           },
+          sent: options.sent && ((suffix) => options.sent?.(credential.deviceId, suffix)),
         });
       } catch (error) {
         failure ??= error;
