@@ -62,9 +62,10 @@ import { createApp } from '../server/src/app.ts';
 import { type Config, loadConfig } from '../server/src/config.ts';
 import { createLogger } from '../server/src/logger.ts';
 import { embeddedDbDir, openStore } from '../server/src/store/db.ts';
+import { sample } from '../server/test/support/metrics.ts';
 import { startMosquitto, type TestMosquitto } from '../server/test/support/mosquitto.ts';
-import { sample } from '../server/test/support/mqtt.ts';
 import { positiveInteger } from './support/settings.ts';
+import { printTable } from './table.ts';
 
 type BrokerKind = 'embedded' | 'mosquitto';
 type StoreKind = 'pglite' | 'postgres';
@@ -687,21 +688,6 @@ async function run(
     rssMib: end.service.rssBytes / mib,
     peakRssMib: end.service.peakRssBytes / mib,
   };
-}
-
-/** Columns up to `leftColumns` are text, aligned left; the rest are figures, aligned right. */
-function printTable(header: string[], rows: string[][], leftColumns: number): void {
-  const widths = header.map((title, column) =>
-    Math.max(title.length, ...rows.map((row) => row[column]?.length ?? 0)),
-  );
-  const line = (row: string[]) =>
-    row
-      .map((text, column) =>
-        column < leftColumns ? text.padEnd(widths[column] ?? 0) : text.padStart(widths[column] ?? 0),
-      )
-      .join('  ')
-      .trimEnd();
-  process.stdout.write(`${[header, ...rows].map(line).join('\n')}\n\n`);
 }
 
 const lost = (row: Measurement) => Math.max(0, row.statusSent - row.statusStored) + row.statusCarsMissing;

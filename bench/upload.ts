@@ -41,6 +41,7 @@ import { listPackageFiles, type PackedPackage, packPackage } from '../cli/src/pu
 import { buildCli, cliDist } from '../scripts/build-cli.ts';
 import { startServiceProcess } from '../server/test/support/service-process.ts';
 import { median, positiveInteger } from './support/settings.ts';
+import { printTable } from './table.ts';
 
 const mib = 1024 * 1024;
 const goals = { serverGrowthMib: 64, cliPeakMib: 150, uploadRatio: 0.8 };
@@ -340,21 +341,6 @@ interface Round {
   svc: SvcPublish;
   curl: CurlUpload;
   curlOldFile: CurlUpload;
-}
-
-/** Columns up to `leftColumns` are text, aligned left; the rest are figures, aligned right. */
-function printTable(header: string[], rows: string[][], leftColumns: number): void {
-  const widths = header.map((title, column) =>
-    Math.max(title.length, ...rows.map((row) => row[column]?.length ?? 0)),
-  );
-  const line = (row: string[]) =>
-    row
-      .map((text, column) =>
-        column < leftColumns ? text.padEnd(widths[column] ?? 0) : text.padStart(widths[column] ?? 0),
-      )
-      .join('  ')
-      .trimEnd();
-  process.stdout.write(`${[header, ...rows].map(line).join('\n')}\n\n`);
 }
 
 function report(rounds: Round[], cliIdleMib: number, packageMib: number): void {

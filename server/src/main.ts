@@ -46,29 +46,18 @@ interface Place {
 }
 
 function placeOf(config: Config, prefix: Listener): Place {
-  switch (prefix) {
-    case 'METRICS':
-      return {
-        prefix,
-        host: config.metricsHost,
-        port: config.metricsPort,
-        otherPorts: [config.port, config.mqttPort],
-      };
-    case 'MQTT':
-      return {
-        prefix,
-        host: config.host,
-        port: config.mqttPort,
-        otherPorts: [config.port, config.metricsPort],
-      };
-    case '':
-      return {
-        prefix,
-        host: config.host,
-        port: config.port,
-        otherPorts: [config.metricsPort, config.mqttPort],
-      };
-  }
+  const ports: Record<Listener, number> = {
+    '': config.port,
+    METRICS: config.metricsPort,
+    MQTT: config.mqttPort,
+  };
+  return {
+    prefix,
+    // The broker listens on the API's host; metrics on a host of their own.
+    host: prefix === 'METRICS' ? config.metricsHost : config.host,
+    port: ports[prefix],
+    otherPorts: Object.entries(ports).flatMap(([other, port]) => (other === prefix ? [] : [port])),
+  };
 }
 
 /** One line saying which setting to change, for a listener that could not start; else undefined. */

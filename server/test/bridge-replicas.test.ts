@@ -10,8 +10,8 @@ import { afterAll, beforeAll, describe, test } from 'vitest';
 import { carTopicFilter, carTopicQos, parseCarTopic } from '../../generated/mqtt.ts';
 import { type Developer, signUpAdmin } from './support/accounts.ts';
 import { call, eventually } from './support/http.ts';
+import { sample } from './support/metrics.ts';
 import { startMosquitto, type TestMosquitto } from './support/mosquitto.ts';
-import { sample } from './support/mqtt.ts';
 import { startTestService, type TestService } from './support/service.ts';
 import { openTestStore, type TestStore } from './support/store.ts';
 

@@ -9,11 +9,11 @@ import knex, { type Knex } from 'knex';
 import { afterAll, beforeAll, describe, test } from 'vitest';
 import { type Developer, signUpAdmin } from './support/accounts.ts';
 import { call, eventually } from './support/http.ts';
+import { sample } from './support/metrics.ts';
 import {
   bridgeConnection,
   connectCar,
   type PlainBroker,
-  sample,
   startPlainBroker,
   type TestCar,
 } from './support/mqtt.ts';

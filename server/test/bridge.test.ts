@@ -8,7 +8,8 @@ import assert from 'node:assert/strict';
 import { afterAll, beforeAll, describe, test } from 'vitest';
 import { type Developer, signUpAdmin } from './support/accounts.ts';
 import { call, eventually } from './support/http.ts';
-import { bridgeConnection, connectCar, type PlainBroker, sample, startPlainBroker } from './support/mqtt.ts';
+import { sample } from './support/metrics.ts';
+import { bridgeConnection, connectCar, type PlainBroker, startPlainBroker } from './support/mqtt.ts';
 import { startTestService, type TestService } from './support/service.ts';
 import { openTestStore } from './support/store.ts';
 

@@ -9,8 +9,8 @@ import { afterAll, afterEach, beforeAll, describe, test } from 'vitest';
 import { serviceUsername } from '../src/mqtt/embedded-broker.ts';
 import { type Developer, signUpAdmin } from './support/accounts.ts';
 import { call, eventually } from './support/http.ts';
+import { sample } from './support/metrics.ts';
 import { startMosquitto, type TestMosquitto } from './support/mosquitto.ts';
-import { sample } from './support/mqtt.ts';
 import { startTestService, type TestService } from './support/service.ts';
 import { openTestStore } from './support/store.ts';
 

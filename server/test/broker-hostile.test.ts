@@ -12,7 +12,7 @@ import { readCarMessage } from '../src/mqtt/car-message.ts';
 import { maxPacketBytes, PacketSizeReader } from '../src/mqtt/packet-size-guard.ts';
 import { type Developer, signUpAdmin } from './support/accounts.ts';
 import { call, eventually } from './support/http.ts';
-import { sample } from './support/mqtt.ts';
+import { sample } from './support/metrics.ts';
 import { startTestService, type TestService } from './support/service.ts';
 
 const adminEmail = 'hostile-admin@example.com';

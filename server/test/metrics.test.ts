@@ -2,20 +2,9 @@ import assert from 'node:assert/strict';
 import { afterAll, beforeAll, describe, test } from 'vitest';
 import { signUpDeveloper } from './support/accounts.ts';
 import { call, putPackage } from './support/http.ts';
+import { sample } from './support/metrics.ts';
 import { makePackage, manifestFor } from './support/packages.ts';
 import { startTestService, type TestService } from './support/service.ts';
-
-/** The value of one sample in Prometheus's text format, or undefined when it is not there. */
-function sample(text: string, name: string, labels: Record<string, string | number>): number | undefined {
-  const wanted = Object.entries(labels).map(([key, value]) => `${key}="${value}"`);
-  for (const line of text.split('\n')) {
-    const match = /^([a-z_]+)\{([^}]*)\} (\S+)$/.exec(line);
-    if (!match || match[1] !== name) continue;
-    const have = (match[2] ?? '').split(',');
-    if (wanted.every((label) => have.includes(label))) return Number(match[3]);
-  }
-  return undefined;
-}
 
 describe('metrics', () => {
   let service: TestService;
@@ -69,7 +58,7 @@ describe('metrics', () => {
     );
     assert.equal((await putPackage(target.body.upload_url, pkg.bytes)).status, 201);
     const text = await scrape();
-    assert.ok((sample(text, 'svc_sign_ins_total', { method: 'password', outcome: 'signed_in' }) ?? 0) >= 1);
+    assert.ok(sample(text, 'svc_sign_ins_total', { method: 'password', outcome: 'signed_in' }) >= 1);
     assert.equal(sample(text, 'svc_sign_ins_total', { method: 'password', outcome: 'refused' }), 1);
     assert.equal(sample(text, 'svc_uploads_total', { outcome: 'stored' }), 1);
     assert.equal(sample(text, 'svc_uploads_total', { outcome: 'too_large' }), 1);

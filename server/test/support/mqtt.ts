@@ -87,13 +87,3 @@ export async function connectCar(broker: PlainBroker, deviceId: string, willAt: 
     },
   };
 }
-
-/** A Prometheus sample's value from the metrics text, 0 when absent. */
-export function sample(metricsText: string, name: string, labels: Record<string, string> = {}): number {
-  const wanted = Object.entries(labels).map(([k, v]) => `${k}="${v}"`);
-  for (const line of metricsText.split('\n')) {
-    if (!line.startsWith(`${name}{`) && !line.startsWith(`${name} `)) continue;
-    if (wanted.every((label) => line.includes(label))) return Number(line.slice(line.lastIndexOf(' ') + 1));
-  }
-  return 0;
-}
