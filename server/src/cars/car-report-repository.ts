@@ -35,29 +35,39 @@ const upsertSeen = `
   on conflict (device_id) do update
   set last_seen = greatest(car_presence.last_seen, excluded.last_seen)`;
 
-/** The car's last report replaces the one kept; `seenAt` (a live message) moves its last seen. */
+/**
+ * The car's last report replaces the one kept; `seenAt` (a live message) moves its last seen. One
+ * statement, so one round trip: the bridge acknowledges a status only once it is stored, and takes
+ * the next message after that, so this write paces every car's stream.
+ */
 export async function saveStatusReport(db: Db, report: StatusReport, seenAt?: Date): Promise<boolean> {
-  return db.transaction(async (trx) => {
-    const { rows } = await trx.raw(
-      `insert into car_status_reports (device_id, host_version, installed_apps, state, reported_at, received_at)
+  const { rows } = await db.raw(
+    `with report as (
+       insert into car_status_reports (device_id, host_version, installed_apps, state, reported_at, received_at)
        select device_id, ?, ?::jsonb, ?::jsonb, ?, ? from cars where device_id = ?
        on conflict (device_id) do update
        set host_version = excluded.host_version, installed_apps = excluded.installed_apps,
            state = excluded.state, reported_at = excluded.reported_at, received_at = excluded.received_at
-       returning device_id`,
-      [
-        report.hostVersion,
-        JSON.stringify(report.installedApps),
-        JSON.stringify(report.state),
-        report.reportedAt,
-        report.receivedAt,
-        report.deviceId,
-      ],
-    );
-    if (rows.length === 0) return false;
-    if (seenAt) await markSeen(trx, report.deviceId, seenAt);
-    return true;
-  });
+       returning device_id
+     ),
+     seen as (
+       insert into car_presence (device_id, last_seen)
+       select device_id, ?::timestamptz from report where ?::timestamptz is not null
+       ${upsertSeen}
+     )
+     select device_id from report`,
+    [
+      report.hostVersion,
+      JSON.stringify(report.installedApps),
+      JSON.stringify(report.state),
+      report.reportedAt,
+      report.receivedAt,
+      report.deviceId,
+      seenAt ?? null,
+      seenAt ?? null,
+    ],
+  );
+  return rows.length > 0;
 }
 
 /**

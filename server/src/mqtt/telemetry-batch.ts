@@ -1,8 +1,9 @@
 /**
  * Telemetry is the bulk of what cars send, so it is written in batches: rows wait in memory until
  * there are `maxRows` of them or the oldest has waited `maxDelayMs`, and whatever waits is written
- * on stop. A full batch is written before the next message is taken, which holds the broker back
- * rather than letting memory grow. Batches are written one after another, in order.
+ * on stop. Batches are written one after another, in order, and the next fills while one is
+ * written; a batch that fills before the one ahead of it is written holds the next message back,
+ * which holds the broker back rather than letting memory grow.
  *
  * While the store is unavailable (a restart, a failover) a batch that could not be written is kept
  * and tried again after a pause, and new rows wait behind it, up to `maxWaitingRows`: beyond that
@@ -42,11 +43,15 @@ export function createTelemetryBatch(deps: {
   /** Set while the store is unavailable: the pause before the next attempt. */
   let retry: NodeJS.Timeout | undefined;
   let writing: Promise<void> = Promise.resolve();
+  /** The one batch being written now, if any: settles when the store answers. */
+  let inFlight: Promise<unknown> = Promise.resolve();
 
   /** Stored or dropped (counted either way), or kept for another attempt: the store's reason. */
   async function write(rows: TelemetryRow[]): Promise<string | undefined> {
     try {
-      const stored = await saveTelemetry(db, rows);
+      const saving = saveTelemetry(db, rows);
+      inFlight = saving.catch(() => undefined);
+      const stored = await saving;
       metrics.counted('telemetry', 'stored', stored.length);
       const kept = new Set(stored);
       const unknown = rows.filter((row) => !kept.has(row.device_id));
@@ -135,8 +140,11 @@ export function createTelemetryBatch(deps: {
       waiting.push(row);
       // During an outage the next attempt is already set: rows wait for it, within the bound.
       if (retry !== undefined) keepWithinBound();
-      else if (waiting.length >= options.maxRows) await flush();
-      else timer ??= setTimeout(flush, options.maxDelayMs);
+      else if (waiting.length >= options.maxRows) {
+        const ahead = inFlight;
+        void flush();
+        await ahead;
+      } else timer ??= setTimeout(flush, options.maxDelayMs);
     },
     /** Writes what waits, and resolves once every batch so far is written (or counted as failed). */
     flush: () => flush(),
