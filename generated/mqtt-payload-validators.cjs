@@ -2,17 +2,24 @@
 // from asyncapi/asyncapi.yaml. Change the contract, then regenerate.
 "use strict";
 exports.validateCarCommand = validate10;
-const schema11 = {"type":"object","description":"A command for one car. Its arguments depend on its name.","additionalProperties":false,"required":["command_id","device_id","brand","name","args","issued_at"],"properties":{"command_id":{"type":"string","format":"uuid","description":"Chosen by the service; the car's acknowledgements repeat it.","examples":["0b8e7c1e-3f5a-4c2d-9a41-6f0d2b7c9e15"]},"device_id":{"title":"DeviceId","description":"The full prefixed device identifier `<brand>:<native_id>`, for example\n`brand_a:1HGCM82633A004352`. It is split on its first `:`; the prefix must be a known\n`Brand` and the rest must match that brand's native-id format. In a URL path or query it\nis URL-encoded (the colon becomes `%3A`). Only MQTT topics carry the native id without\nits prefix.\n","type":"string","minLength":3,"maxLength":200,"examples":["brand_a:1HGCM82633A004352"]},"brand":{"title":"Brand","description":"The vehicle maker, as its lowercase wire string. It must agree with the prefix of the\n`device_id` it travels with. `x-native-id-patterns` gives, per brand, the format of the\nnative id that follows the prefix; `npm run generate` turns it into `generated/brands.ts`.\nFor every brand the native id is also free of `:`, `/`, `+`, `#`, whitespace and control\ncharacters, because on MQTT it becomes a topic segment.\n","type":"string","enum":["brand_a","brand_b","brand_c","brand_d"],"examples":["brand_a"]},"name":{"type":"string","minLength":1,"maxLength":100,"description":"What the car is asked to do. The car rejects a name it does not know.","examples":["doors.lock"]},"args":{"type":"object","additionalProperties":true,"description":"The arguments of the command, as the command's name defines them; `{}` when it takes none."},"issued_at":{"type":"string","format":"date-time","description":"When the service issued the command."},"expires_at":{"type":"string","format":"date-time","description":"After this time the car must not run the command but acknowledge it as `rejected`,\nso that a car coming back online does not act on stale requests. No expiry when absent.\n"}}};
+const schema11 = {"description":"A command for one car: `name` says which, and fixes the shape of `args`. The car\nde-duplicates by `command_id` (it may receive a command more than once, always with the\nsame id) and rejects a name it does not know.\n","oneOf":[{"type":"object","description":"Show this one-time pairing code to the people in the car until `expires_at`. Only the service sends it.","additionalProperties":false,"required":["command_id","device_id","brand","name","args","issued_at","expires_at"],"properties":{"command_id":{"type":"string","format":"uuid","description":"Chosen by the service; the car's acknowledgements repeat it.","examples":["0b8e7c1e-3f5a-4c2d-9a41-6f0d2b7c9e15"]},"device_id":{"title":"DeviceId","description":"The full prefixed device identifier `<brand>:<native_id>`, for example\n`brand_a:1HGCM82633A004352`. It is split on its first `:`; the prefix must be a known\n`Brand` and the rest must match that brand's native-id format. In a URL path or query it\nis URL-encoded (the colon becomes `%3A`). Only MQTT topics carry the native id without\nits prefix.\n","type":"string","minLength":3,"maxLength":200,"examples":["brand_a:1HGCM82633A004352"]},"brand":{"title":"Brand","description":"The vehicle maker, as its lowercase wire string. It must agree with the prefix of the\n`device_id` it travels with. `x-native-id-patterns` gives, per brand, the format of the\nnative id that follows the prefix; `npm run generate` turns it into `generated/brands.ts`.\nFor every brand the native id is also free of `:`, `/`, `+`, `#`, whitespace and control\ncharacters, because on MQTT it becomes a topic segment.\n","type":"string","enum":["brand_a","brand_b","brand_c","brand_d"],"examples":["brand_a"]},"name":{"type":"string","const":"pairing.show_code"},"args":{"type":"object","additionalProperties":false,"required":["code"],"properties":{"code":{"type":"string","pattern":"^[0-9]{8}$","description":"The 8-digit one-time code to show; whoever types it into their account pairs the car.","examples":["40172958"]}}},"issued_at":{"type":"string","format":"date-time","description":"When the service issued the command."},"expires_at":{"type":"string","format":"date-time","description":"After this time the car must not run the command but acknowledge it as `rejected` (detail\n`expired`), so that a car coming back online does not act on stale requests.\n"}}},{"type":"object","description":"Lock the doors.","additionalProperties":false,"required":["command_id","device_id","brand","name","args","issued_at","expires_at"],"properties":{"command_id":{"type":"string","format":"uuid","description":"Chosen by the service; the car's acknowledgements repeat it.","examples":["0b8e7c1e-3f5a-4c2d-9a41-6f0d2b7c9e15"]},"device_id":{"title":"DeviceId","description":"The full prefixed device identifier `<brand>:<native_id>`, for example\n`brand_a:1HGCM82633A004352`. It is split on its first `:`; the prefix must be a known\n`Brand` and the rest must match that brand's native-id format. In a URL path or query it\nis URL-encoded (the colon becomes `%3A`). Only MQTT topics carry the native id without\nits prefix.\n","type":"string","minLength":3,"maxLength":200,"examples":["brand_a:1HGCM82633A004352"]},"brand":{"title":"Brand","description":"The vehicle maker, as its lowercase wire string. It must agree with the prefix of the\n`device_id` it travels with. `x-native-id-patterns` gives, per brand, the format of the\nnative id that follows the prefix; `npm run generate` turns it into `generated/brands.ts`.\nFor every brand the native id is also free of `:`, `/`, `+`, `#`, whitespace and control\ncharacters, because on MQTT it becomes a topic segment.\n","type":"string","enum":["brand_a","brand_b","brand_c","brand_d"],"examples":["brand_a"]},"name":{"type":"string","const":"doors.lock"},"args":{"type":"object","description":"No arguments.","additionalProperties":false,"maxProperties":0},"issued_at":{"type":"string","format":"date-time","description":"When the service issued the command."},"expires_at":{"type":"string","format":"date-time","description":"After this time the car must not run the command but acknowledge it as `rejected` (detail\n`expired`), so that a car coming back online does not act on stale requests.\n"}}},{"type":"object","description":"Unlock the doors.","additionalProperties":false,"required":["command_id","device_id","brand","name","args","issued_at","expires_at"],"properties":{"command_id":{"type":"string","format":"uuid","description":"Chosen by the service; the car's acknowledgements repeat it.","examples":["0b8e7c1e-3f5a-4c2d-9a41-6f0d2b7c9e15"]},"device_id":{"title":"DeviceId","description":"The full prefixed device identifier `<brand>:<native_id>`, for example\n`brand_a:1HGCM82633A004352`. It is split on its first `:`; the prefix must be a known\n`Brand` and the rest must match that brand's native-id format. In a URL path or query it\nis URL-encoded (the colon becomes `%3A`). Only MQTT topics carry the native id without\nits prefix.\n","type":"string","minLength":3,"maxLength":200,"examples":["brand_a:1HGCM82633A004352"]},"brand":{"title":"Brand","description":"The vehicle maker, as its lowercase wire string. It must agree with the prefix of the\n`device_id` it travels with. `x-native-id-patterns` gives, per brand, the format of the\nnative id that follows the prefix; `npm run generate` turns it into `generated/brands.ts`.\nFor every brand the native id is also free of `:`, `/`, `+`, `#`, whitespace and control\ncharacters, because on MQTT it becomes a topic segment.\n","type":"string","enum":["brand_a","brand_b","brand_c","brand_d"],"examples":["brand_a"]},"name":{"type":"string","const":"doors.unlock"},"args":{"type":"object","description":"No arguments.","additionalProperties":false,"maxProperties":0},"issued_at":{"type":"string","format":"date-time","description":"When the service issued the command."},"expires_at":{"type":"string","format":"date-time","description":"After this time the car must not run the command but acknowledge it as `rejected` (detail\n`expired`), so that a car coming back online does not act on stale requests.\n"}}},{"type":"object","description":"Install this version of a mini-app (a version in review state `published`), replacing another version of it.","additionalProperties":false,"required":["command_id","device_id","brand","name","args","issued_at","expires_at"],"properties":{"command_id":{"type":"string","format":"uuid","description":"Chosen by the service; the car's acknowledgements repeat it.","examples":["0b8e7c1e-3f5a-4c2d-9a41-6f0d2b7c9e15"]},"device_id":{"title":"DeviceId","description":"The full prefixed device identifier `<brand>:<native_id>`, for example\n`brand_a:1HGCM82633A004352`. It is split on its first `:`; the prefix must be a known\n`Brand` and the rest must match that brand's native-id format. In a URL path or query it\nis URL-encoded (the colon becomes `%3A`). Only MQTT topics carry the native id without\nits prefix.\n","type":"string","minLength":3,"maxLength":200,"examples":["brand_a:1HGCM82633A004352"]},"brand":{"title":"Brand","description":"The vehicle maker, as its lowercase wire string. It must agree with the prefix of the\n`device_id` it travels with. `x-native-id-patterns` gives, per brand, the format of the\nnative id that follows the prefix; `npm run generate` turns it into `generated/brands.ts`.\nFor every brand the native id is also free of `:`, `/`, `+`, `#`, whitespace and control\ncharacters, because on MQTT it becomes a topic segment.\n","type":"string","enum":["brand_a","brand_b","brand_c","brand_d"],"examples":["brand_a"]},"name":{"type":"string","const":"app.install"},"args":{"type":"object","additionalProperties":false,"required":["app_id","version"],"properties":{"app_id":{"title":"AppId","description":"A mini-app's id, in reverse-DNS form. The first submission of an id claims it for its developer.","type":"string","pattern":"^[a-z][a-z0-9-]*(\\.[a-z][a-z0-9-]*)+$","maxLength":200,"examples":["com.example.hello-car"]},"version":{"title":"Version","description":"A semantic version 2.0.0 (`1.4.0`, `2.0.0-beta.1`, `1.0.0+build.7`), exactly as semver.org's\ngrammar has it: no leading zeros in numeric identifiers, so `1.0.0-01` is not a version.\nVersions are ordered by semver precedence.\n","type":"string","pattern":"^(0|[1-9]\\d*)\\.(0|[1-9]\\d*)\\.(0|[1-9]\\d*)(?:-((?:0|[1-9]\\d*|\\d*[a-zA-Z-][0-9a-zA-Z-]*)(?:\\.(?:0|[1-9]\\d*|\\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?(?:\\+([0-9a-zA-Z-]+(?:\\.[0-9a-zA-Z-]+)*))?$","maxLength":100,"examples":["1.0.0"]}}},"issued_at":{"type":"string","format":"date-time","description":"When the service issued the command."},"expires_at":{"type":"string","format":"date-time","description":"After this time the car must not run the command but acknowledge it as `rejected` (detail\n`expired`), so that a car coming back online does not act on stale requests.\n"}}},{"type":"object","description":"Remove a mini-app from the car.","additionalProperties":false,"required":["command_id","device_id","brand","name","args","issued_at","expires_at"],"properties":{"command_id":{"type":"string","format":"uuid","description":"Chosen by the service; the car's acknowledgements repeat it.","examples":["0b8e7c1e-3f5a-4c2d-9a41-6f0d2b7c9e15"]},"device_id":{"title":"DeviceId","description":"The full prefixed device identifier `<brand>:<native_id>`, for example\n`brand_a:1HGCM82633A004352`. It is split on its first `:`; the prefix must be a known\n`Brand` and the rest must match that brand's native-id format. In a URL path or query it\nis URL-encoded (the colon becomes `%3A`). Only MQTT topics carry the native id without\nits prefix.\n","type":"string","minLength":3,"maxLength":200,"examples":["brand_a:1HGCM82633A004352"]},"brand":{"title":"Brand","description":"The vehicle maker, as its lowercase wire string. It must agree with the prefix of the\n`device_id` it travels with. `x-native-id-patterns` gives, per brand, the format of the\nnative id that follows the prefix; `npm run generate` turns it into `generated/brands.ts`.\nFor every brand the native id is also free of `:`, `/`, `+`, `#`, whitespace and control\ncharacters, because on MQTT it becomes a topic segment.\n","type":"string","enum":["brand_a","brand_b","brand_c","brand_d"],"examples":["brand_a"]},"name":{"type":"string","const":"app.uninstall"},"args":{"type":"object","additionalProperties":false,"required":["app_id"],"properties":{"app_id":{"title":"AppId","description":"A mini-app's id, in reverse-DNS form. The first submission of an id claims it for its developer.","type":"string","pattern":"^[a-z][a-z0-9-]*(\\.[a-z][a-z0-9-]*)+$","maxLength":200,"examples":["com.example.hello-car"]}}},"issued_at":{"type":"string","format":"date-time","description":"When the service issued the command."},"expires_at":{"type":"string","format":"date-time","description":"After this time the car must not run the command but acknowledge it as `rejected` (detail\n`expired`), so that a car coming back online does not act on stale requests.\n"}}}]};
 const formats0 = /^(?:urn:uuid:)?[0-9a-f]{8}-(?:[0-9a-f]{4}-){3}[0-9a-f]{12}$/i;
 const formats2 = require("ajv-formats/dist/formats").fullFormats["date-time"];
 const func2 = require("ajv/dist/runtime/ucs2length").default;
+const pattern0 = new RegExp("^[0-9]{8}$", "u");
+const pattern1 = new RegExp("^[a-z][a-z0-9-]*(\\.[a-z][a-z0-9-]*)+$", "u");
+const pattern2 = new RegExp("^(0|[1-9]\\d*)\\.(0|[1-9]\\d*)\\.(0|[1-9]\\d*)(?:-((?:0|[1-9]\\d*|\\d*[a-zA-Z-][0-9a-zA-Z-]*)(?:\\.(?:0|[1-9]\\d*|\\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?(?:\\+([0-9a-zA-Z-]+(?:\\.[0-9a-zA-Z-]+)*))?$", "u");
 
 function validate10(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
+const _errs0 = errors;
+let valid0 = false;
+let passing0 = null;
+const _errs1 = errors;
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.command_id === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "command_id"},message:"must have required property '"+"command_id"+"'"};
+const err0 = {instancePath,schemaPath:"#/oneOf/0/required",keyword:"required",params:{missingProperty: "command_id"},message:"must have required property '"+"command_id"+"'"};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -22,7 +29,7 @@ vErrors.push(err0);
 errors++;
 }
 if(data.device_id === undefined){
-const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "device_id"},message:"must have required property '"+"device_id"+"'"};
+const err1 = {instancePath,schemaPath:"#/oneOf/0/required",keyword:"required",params:{missingProperty: "device_id"},message:"must have required property '"+"device_id"+"'"};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -32,7 +39,7 @@ vErrors.push(err1);
 errors++;
 }
 if(data.brand === undefined){
-const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "brand"},message:"must have required property '"+"brand"+"'"};
+const err2 = {instancePath,schemaPath:"#/oneOf/0/required",keyword:"required",params:{missingProperty: "brand"},message:"must have required property '"+"brand"+"'"};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -42,7 +49,7 @@ vErrors.push(err2);
 errors++;
 }
 if(data.name === undefined){
-const err3 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'"};
+const err3 = {instancePath,schemaPath:"#/oneOf/0/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'"};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -52,7 +59,7 @@ vErrors.push(err3);
 errors++;
 }
 if(data.args === undefined){
-const err4 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "args"},message:"must have required property '"+"args"+"'"};
+const err4 = {instancePath,schemaPath:"#/oneOf/0/required",keyword:"required",params:{missingProperty: "args"},message:"must have required property '"+"args"+"'"};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -62,7 +69,7 @@ vErrors.push(err4);
 errors++;
 }
 if(data.issued_at === undefined){
-const err5 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "issued_at"},message:"must have required property '"+"issued_at"+"'"};
+const err5 = {instancePath,schemaPath:"#/oneOf/0/required",keyword:"required",params:{missingProperty: "issued_at"},message:"must have required property '"+"issued_at"+"'"};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -71,9 +78,8 @@ vErrors.push(err5);
 }
 errors++;
 }
-for(const key0 in data){
-if(!(((((((key0 === "command_id") || (key0 === "device_id")) || (key0 === "brand")) || (key0 === "name")) || (key0 === "args")) || (key0 === "issued_at")) || (key0 === "expires_at"))){
-const err6 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(data.expires_at === undefined){
+const err6 = {instancePath,schemaPath:"#/oneOf/0/required",keyword:"required",params:{missingProperty: "expires_at"},message:"must have required property '"+"expires_at"+"'"};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -82,12 +88,9 @@ vErrors.push(err6);
 }
 errors++;
 }
-}
-if(data.command_id !== undefined){
-let data0 = data.command_id;
-if(typeof data0 === "string"){
-if(!(formats0.test(data0))){
-const err7 = {instancePath:instancePath+"/command_id",schemaPath:"#/properties/command_id/format",keyword:"format",params:{format: "uuid"},message:"must match format \""+"uuid"+"\""};
+for(const key0 in data){
+if(!(((((((key0 === "command_id") || (key0 === "device_id")) || (key0 === "brand")) || (key0 === "name")) || (key0 === "args")) || (key0 === "issued_at")) || (key0 === "expires_at"))){
+const err7 = {instancePath,schemaPath:"#/oneOf/0/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -97,8 +100,11 @@ vErrors.push(err7);
 errors++;
 }
 }
-else {
-const err8 = {instancePath:instancePath+"/command_id",schemaPath:"#/properties/command_id/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data.command_id !== undefined){
+let data0 = data.command_id;
+if(typeof data0 === "string"){
+if(!(formats0.test(data0))){
+const err8 = {instancePath:instancePath+"/command_id",schemaPath:"#/oneOf/0/properties/command_id/format",keyword:"format",params:{format: "uuid"},message:"must match format \""+"uuid"+"\""};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -108,11 +114,8 @@ vErrors.push(err8);
 errors++;
 }
 }
-if(data.device_id !== undefined){
-let data1 = data.device_id;
-if(typeof data1 === "string"){
-if(func2(data1) > 200){
-const err9 = {instancePath:instancePath+"/device_id",schemaPath:"#/properties/device_id/maxLength",keyword:"maxLength",params:{limit: 200},message:"must NOT have more than 200 characters"};
+else {
+const err9 = {instancePath:instancePath+"/command_id",schemaPath:"#/oneOf/0/properties/command_id/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -121,8 +124,12 @@ vErrors.push(err9);
 }
 errors++;
 }
-if(func2(data1) < 3){
-const err10 = {instancePath:instancePath+"/device_id",schemaPath:"#/properties/device_id/minLength",keyword:"minLength",params:{limit: 3},message:"must NOT have fewer than 3 characters"};
+}
+if(data.device_id !== undefined){
+let data1 = data.device_id;
+if(typeof data1 === "string"){
+if(func2(data1) > 200){
+const err10 = {instancePath:instancePath+"/device_id",schemaPath:"#/oneOf/0/properties/device_id/maxLength",keyword:"maxLength",params:{limit: 200},message:"must NOT have more than 200 characters"};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -131,9 +138,8 @@ vErrors.push(err10);
 }
 errors++;
 }
-}
-else {
-const err11 = {instancePath:instancePath+"/device_id",schemaPath:"#/properties/device_id/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(func2(data1) < 3){
+const err11 = {instancePath:instancePath+"/device_id",schemaPath:"#/oneOf/0/properties/device_id/minLength",keyword:"minLength",params:{limit: 3},message:"must NOT have fewer than 3 characters"};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -143,10 +149,8 @@ vErrors.push(err11);
 errors++;
 }
 }
-if(data.brand !== undefined){
-let data2 = data.brand;
-if(typeof data2 !== "string"){
-const err12 = {instancePath:instancePath+"/brand",schemaPath:"#/properties/brand/type",keyword:"type",params:{type: "string"},message:"must be string"};
+else {
+const err12 = {instancePath:instancePath+"/device_id",schemaPath:"#/oneOf/0/properties/device_id/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err12];
 }
@@ -155,8 +159,11 @@ vErrors.push(err12);
 }
 errors++;
 }
-if(!((((data2 === "brand_a") || (data2 === "brand_b")) || (data2 === "brand_c")) || (data2 === "brand_d"))){
-const err13 = {instancePath:instancePath+"/brand",schemaPath:"#/properties/brand/enum",keyword:"enum",params:{allowedValues: schema11.properties.brand.enum},message:"must be equal to one of the allowed values"};
+}
+if(data.brand !== undefined){
+let data2 = data.brand;
+if(typeof data2 !== "string"){
+const err13 = {instancePath:instancePath+"/brand",schemaPath:"#/oneOf/0/properties/brand/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err13];
 }
@@ -165,12 +172,8 @@ vErrors.push(err13);
 }
 errors++;
 }
-}
-if(data.name !== undefined){
-let data3 = data.name;
-if(typeof data3 === "string"){
-if(func2(data3) > 100){
-const err14 = {instancePath:instancePath+"/name",schemaPath:"#/properties/name/maxLength",keyword:"maxLength",params:{limit: 100},message:"must NOT have more than 100 characters"};
+if(!((((data2 === "brand_a") || (data2 === "brand_b")) || (data2 === "brand_c")) || (data2 === "brand_d"))){
+const err14 = {instancePath:instancePath+"/brand",schemaPath:"#/oneOf/0/properties/brand/enum",keyword:"enum",params:{allowedValues: schema11.oneOf[0].properties.brand.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err14];
 }
@@ -179,8 +182,11 @@ vErrors.push(err14);
 }
 errors++;
 }
-if(func2(data3) < 1){
-const err15 = {instancePath:instancePath+"/name",schemaPath:"#/properties/name/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+}
+if(data.name !== undefined){
+let data3 = data.name;
+if(typeof data3 !== "string"){
+const err15 = {instancePath:instancePath+"/name",schemaPath:"#/oneOf/0/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err15];
 }
@@ -189,9 +195,8 @@ vErrors.push(err15);
 }
 errors++;
 }
-}
-else {
-const err16 = {instancePath:instancePath+"/name",schemaPath:"#/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if("pairing.show_code" !== data3){
+const err16 = {instancePath:instancePath+"/name",schemaPath:"#/oneOf/0/properties/name/const",keyword:"const",params:{allowedValue: "pairing.show_code"},message:"must be equal to constant"};
 if(vErrors === null){
 vErrors = [err16];
 }
@@ -204,9 +209,8 @@ errors++;
 if(data.args !== undefined){
 let data4 = data.args;
 if(data4 && typeof data4 == "object" && !Array.isArray(data4)){
-}
-else {
-const err17 = {instancePath:instancePath+"/args",schemaPath:"#/properties/args/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data4.code === undefined){
+const err17 = {instancePath:instancePath+"/args",schemaPath:"#/oneOf/0/properties/args/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
 if(vErrors === null){
 vErrors = [err17];
 }
@@ -215,12 +219,9 @@ vErrors.push(err17);
 }
 errors++;
 }
-}
-if(data.issued_at !== undefined){
-let data5 = data.issued_at;
-if(typeof data5 === "string"){
-if(!(formats2.validate(data5))){
-const err18 = {instancePath:instancePath+"/issued_at",schemaPath:"#/properties/issued_at/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
+for(const key1 in data4){
+if(!(key1 === "code")){
+const err18 = {instancePath:instancePath+"/args",schemaPath:"#/oneOf/0/properties/args/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err18];
 }
@@ -230,8 +231,11 @@ vErrors.push(err18);
 errors++;
 }
 }
-else {
-const err19 = {instancePath:instancePath+"/issued_at",schemaPath:"#/properties/issued_at/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data4.code !== undefined){
+let data5 = data4.code;
+if(typeof data5 === "string"){
+if(!pattern0.test(data5)){
+const err19 = {instancePath:instancePath+"/args/code",schemaPath:"#/oneOf/0/properties/args/properties/code/pattern",keyword:"pattern",params:{pattern: "^[0-9]{8}$"},message:"must match pattern \""+"^[0-9]{8}$"+"\""};
 if(vErrors === null){
 vErrors = [err19];
 }
@@ -241,11 +245,8 @@ vErrors.push(err19);
 errors++;
 }
 }
-if(data.expires_at !== undefined){
-let data6 = data.expires_at;
-if(typeof data6 === "string"){
-if(!(formats2.validate(data6))){
-const err20 = {instancePath:instancePath+"/expires_at",schemaPath:"#/properties/expires_at/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
+else {
+const err20 = {instancePath:instancePath+"/args/code",schemaPath:"#/oneOf/0/properties/args/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err20];
 }
@@ -255,8 +256,9 @@ vErrors.push(err20);
 errors++;
 }
 }
+}
 else {
-const err21 = {instancePath:instancePath+"/expires_at",schemaPath:"#/properties/expires_at/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err21 = {instancePath:instancePath+"/args",schemaPath:"#/oneOf/0/properties/args/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err21];
 }
@@ -266,9 +268,11 @@ vErrors.push(err21);
 errors++;
 }
 }
-}
-else {
-const err22 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data.issued_at !== undefined){
+let data6 = data.issued_at;
+if(typeof data6 === "string"){
+if(!(formats2.validate(data6))){
+const err22 = {instancePath:instancePath+"/issued_at",schemaPath:"#/oneOf/0/properties/issued_at/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
 if(vErrors === null){
 vErrors = [err22];
 }
@@ -276,6 +280,1387 @@ else {
 vErrors.push(err22);
 }
 errors++;
+}
+}
+else {
+const err23 = {instancePath:instancePath+"/issued_at",schemaPath:"#/oneOf/0/properties/issued_at/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err23];
+}
+else {
+vErrors.push(err23);
+}
+errors++;
+}
+}
+if(data.expires_at !== undefined){
+let data7 = data.expires_at;
+if(typeof data7 === "string"){
+if(!(formats2.validate(data7))){
+const err24 = {instancePath:instancePath+"/expires_at",schemaPath:"#/oneOf/0/properties/expires_at/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
+if(vErrors === null){
+vErrors = [err24];
+}
+else {
+vErrors.push(err24);
+}
+errors++;
+}
+}
+else {
+const err25 = {instancePath:instancePath+"/expires_at",schemaPath:"#/oneOf/0/properties/expires_at/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err25];
+}
+else {
+vErrors.push(err25);
+}
+errors++;
+}
+}
+}
+else {
+const err26 = {instancePath,schemaPath:"#/oneOf/0/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err26];
+}
+else {
+vErrors.push(err26);
+}
+errors++;
+}
+var _valid0 = _errs1 === errors;
+if(_valid0){
+valid0 = true;
+passing0 = 0;
+}
+const _errs21 = errors;
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.command_id === undefined){
+const err27 = {instancePath,schemaPath:"#/oneOf/1/required",keyword:"required",params:{missingProperty: "command_id"},message:"must have required property '"+"command_id"+"'"};
+if(vErrors === null){
+vErrors = [err27];
+}
+else {
+vErrors.push(err27);
+}
+errors++;
+}
+if(data.device_id === undefined){
+const err28 = {instancePath,schemaPath:"#/oneOf/1/required",keyword:"required",params:{missingProperty: "device_id"},message:"must have required property '"+"device_id"+"'"};
+if(vErrors === null){
+vErrors = [err28];
+}
+else {
+vErrors.push(err28);
+}
+errors++;
+}
+if(data.brand === undefined){
+const err29 = {instancePath,schemaPath:"#/oneOf/1/required",keyword:"required",params:{missingProperty: "brand"},message:"must have required property '"+"brand"+"'"};
+if(vErrors === null){
+vErrors = [err29];
+}
+else {
+vErrors.push(err29);
+}
+errors++;
+}
+if(data.name === undefined){
+const err30 = {instancePath,schemaPath:"#/oneOf/1/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'"};
+if(vErrors === null){
+vErrors = [err30];
+}
+else {
+vErrors.push(err30);
+}
+errors++;
+}
+if(data.args === undefined){
+const err31 = {instancePath,schemaPath:"#/oneOf/1/required",keyword:"required",params:{missingProperty: "args"},message:"must have required property '"+"args"+"'"};
+if(vErrors === null){
+vErrors = [err31];
+}
+else {
+vErrors.push(err31);
+}
+errors++;
+}
+if(data.issued_at === undefined){
+const err32 = {instancePath,schemaPath:"#/oneOf/1/required",keyword:"required",params:{missingProperty: "issued_at"},message:"must have required property '"+"issued_at"+"'"};
+if(vErrors === null){
+vErrors = [err32];
+}
+else {
+vErrors.push(err32);
+}
+errors++;
+}
+if(data.expires_at === undefined){
+const err33 = {instancePath,schemaPath:"#/oneOf/1/required",keyword:"required",params:{missingProperty: "expires_at"},message:"must have required property '"+"expires_at"+"'"};
+if(vErrors === null){
+vErrors = [err33];
+}
+else {
+vErrors.push(err33);
+}
+errors++;
+}
+for(const key2 in data){
+if(!(((((((key2 === "command_id") || (key2 === "device_id")) || (key2 === "brand")) || (key2 === "name")) || (key2 === "args")) || (key2 === "issued_at")) || (key2 === "expires_at"))){
+const err34 = {instancePath,schemaPath:"#/oneOf/1/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key2},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err34];
+}
+else {
+vErrors.push(err34);
+}
+errors++;
+}
+}
+if(data.command_id !== undefined){
+let data8 = data.command_id;
+if(typeof data8 === "string"){
+if(!(formats0.test(data8))){
+const err35 = {instancePath:instancePath+"/command_id",schemaPath:"#/oneOf/1/properties/command_id/format",keyword:"format",params:{format: "uuid"},message:"must match format \""+"uuid"+"\""};
+if(vErrors === null){
+vErrors = [err35];
+}
+else {
+vErrors.push(err35);
+}
+errors++;
+}
+}
+else {
+const err36 = {instancePath:instancePath+"/command_id",schemaPath:"#/oneOf/1/properties/command_id/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err36];
+}
+else {
+vErrors.push(err36);
+}
+errors++;
+}
+}
+if(data.device_id !== undefined){
+let data9 = data.device_id;
+if(typeof data9 === "string"){
+if(func2(data9) > 200){
+const err37 = {instancePath:instancePath+"/device_id",schemaPath:"#/oneOf/1/properties/device_id/maxLength",keyword:"maxLength",params:{limit: 200},message:"must NOT have more than 200 characters"};
+if(vErrors === null){
+vErrors = [err37];
+}
+else {
+vErrors.push(err37);
+}
+errors++;
+}
+if(func2(data9) < 3){
+const err38 = {instancePath:instancePath+"/device_id",schemaPath:"#/oneOf/1/properties/device_id/minLength",keyword:"minLength",params:{limit: 3},message:"must NOT have fewer than 3 characters"};
+if(vErrors === null){
+vErrors = [err38];
+}
+else {
+vErrors.push(err38);
+}
+errors++;
+}
+}
+else {
+const err39 = {instancePath:instancePath+"/device_id",schemaPath:"#/oneOf/1/properties/device_id/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err39];
+}
+else {
+vErrors.push(err39);
+}
+errors++;
+}
+}
+if(data.brand !== undefined){
+let data10 = data.brand;
+if(typeof data10 !== "string"){
+const err40 = {instancePath:instancePath+"/brand",schemaPath:"#/oneOf/1/properties/brand/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err40];
+}
+else {
+vErrors.push(err40);
+}
+errors++;
+}
+if(!((((data10 === "brand_a") || (data10 === "brand_b")) || (data10 === "brand_c")) || (data10 === "brand_d"))){
+const err41 = {instancePath:instancePath+"/brand",schemaPath:"#/oneOf/1/properties/brand/enum",keyword:"enum",params:{allowedValues: schema11.oneOf[1].properties.brand.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err41];
+}
+else {
+vErrors.push(err41);
+}
+errors++;
+}
+}
+if(data.name !== undefined){
+let data11 = data.name;
+if(typeof data11 !== "string"){
+const err42 = {instancePath:instancePath+"/name",schemaPath:"#/oneOf/1/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err42];
+}
+else {
+vErrors.push(err42);
+}
+errors++;
+}
+if("doors.lock" !== data11){
+const err43 = {instancePath:instancePath+"/name",schemaPath:"#/oneOf/1/properties/name/const",keyword:"const",params:{allowedValue: "doors.lock"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err43];
+}
+else {
+vErrors.push(err43);
+}
+errors++;
+}
+}
+if(data.args !== undefined){
+let data12 = data.args;
+if(data12 && typeof data12 == "object" && !Array.isArray(data12)){
+if(Object.keys(data12).length > 0){
+const err44 = {instancePath:instancePath+"/args",schemaPath:"#/oneOf/1/properties/args/maxProperties",keyword:"maxProperties",params:{limit: 0},message:"must NOT have more than 0 properties"};
+if(vErrors === null){
+vErrors = [err44];
+}
+else {
+vErrors.push(err44);
+}
+errors++;
+}
+for(const key3 in data12){
+const err45 = {instancePath:instancePath+"/args",schemaPath:"#/oneOf/1/properties/args/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key3},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err45];
+}
+else {
+vErrors.push(err45);
+}
+errors++;
+}
+}
+else {
+const err46 = {instancePath:instancePath+"/args",schemaPath:"#/oneOf/1/properties/args/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err46];
+}
+else {
+vErrors.push(err46);
+}
+errors++;
+}
+}
+if(data.issued_at !== undefined){
+let data13 = data.issued_at;
+if(typeof data13 === "string"){
+if(!(formats2.validate(data13))){
+const err47 = {instancePath:instancePath+"/issued_at",schemaPath:"#/oneOf/1/properties/issued_at/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
+if(vErrors === null){
+vErrors = [err47];
+}
+else {
+vErrors.push(err47);
+}
+errors++;
+}
+}
+else {
+const err48 = {instancePath:instancePath+"/issued_at",schemaPath:"#/oneOf/1/properties/issued_at/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err48];
+}
+else {
+vErrors.push(err48);
+}
+errors++;
+}
+}
+if(data.expires_at !== undefined){
+let data14 = data.expires_at;
+if(typeof data14 === "string"){
+if(!(formats2.validate(data14))){
+const err49 = {instancePath:instancePath+"/expires_at",schemaPath:"#/oneOf/1/properties/expires_at/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
+if(vErrors === null){
+vErrors = [err49];
+}
+else {
+vErrors.push(err49);
+}
+errors++;
+}
+}
+else {
+const err50 = {instancePath:instancePath+"/expires_at",schemaPath:"#/oneOf/1/properties/expires_at/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err50];
+}
+else {
+vErrors.push(err50);
+}
+errors++;
+}
+}
+}
+else {
+const err51 = {instancePath,schemaPath:"#/oneOf/1/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err51];
+}
+else {
+vErrors.push(err51);
+}
+errors++;
+}
+var _valid0 = _errs21 === errors;
+if(_valid0 && valid0){
+valid0 = false;
+passing0 = [passing0, 1];
+}
+else {
+if(_valid0){
+valid0 = true;
+passing0 = 1;
+}
+const _errs39 = errors;
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.command_id === undefined){
+const err52 = {instancePath,schemaPath:"#/oneOf/2/required",keyword:"required",params:{missingProperty: "command_id"},message:"must have required property '"+"command_id"+"'"};
+if(vErrors === null){
+vErrors = [err52];
+}
+else {
+vErrors.push(err52);
+}
+errors++;
+}
+if(data.device_id === undefined){
+const err53 = {instancePath,schemaPath:"#/oneOf/2/required",keyword:"required",params:{missingProperty: "device_id"},message:"must have required property '"+"device_id"+"'"};
+if(vErrors === null){
+vErrors = [err53];
+}
+else {
+vErrors.push(err53);
+}
+errors++;
+}
+if(data.brand === undefined){
+const err54 = {instancePath,schemaPath:"#/oneOf/2/required",keyword:"required",params:{missingProperty: "brand"},message:"must have required property '"+"brand"+"'"};
+if(vErrors === null){
+vErrors = [err54];
+}
+else {
+vErrors.push(err54);
+}
+errors++;
+}
+if(data.name === undefined){
+const err55 = {instancePath,schemaPath:"#/oneOf/2/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'"};
+if(vErrors === null){
+vErrors = [err55];
+}
+else {
+vErrors.push(err55);
+}
+errors++;
+}
+if(data.args === undefined){
+const err56 = {instancePath,schemaPath:"#/oneOf/2/required",keyword:"required",params:{missingProperty: "args"},message:"must have required property '"+"args"+"'"};
+if(vErrors === null){
+vErrors = [err56];
+}
+else {
+vErrors.push(err56);
+}
+errors++;
+}
+if(data.issued_at === undefined){
+const err57 = {instancePath,schemaPath:"#/oneOf/2/required",keyword:"required",params:{missingProperty: "issued_at"},message:"must have required property '"+"issued_at"+"'"};
+if(vErrors === null){
+vErrors = [err57];
+}
+else {
+vErrors.push(err57);
+}
+errors++;
+}
+if(data.expires_at === undefined){
+const err58 = {instancePath,schemaPath:"#/oneOf/2/required",keyword:"required",params:{missingProperty: "expires_at"},message:"must have required property '"+"expires_at"+"'"};
+if(vErrors === null){
+vErrors = [err58];
+}
+else {
+vErrors.push(err58);
+}
+errors++;
+}
+for(const key4 in data){
+if(!(((((((key4 === "command_id") || (key4 === "device_id")) || (key4 === "brand")) || (key4 === "name")) || (key4 === "args")) || (key4 === "issued_at")) || (key4 === "expires_at"))){
+const err59 = {instancePath,schemaPath:"#/oneOf/2/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key4},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err59];
+}
+else {
+vErrors.push(err59);
+}
+errors++;
+}
+}
+if(data.command_id !== undefined){
+let data15 = data.command_id;
+if(typeof data15 === "string"){
+if(!(formats0.test(data15))){
+const err60 = {instancePath:instancePath+"/command_id",schemaPath:"#/oneOf/2/properties/command_id/format",keyword:"format",params:{format: "uuid"},message:"must match format \""+"uuid"+"\""};
+if(vErrors === null){
+vErrors = [err60];
+}
+else {
+vErrors.push(err60);
+}
+errors++;
+}
+}
+else {
+const err61 = {instancePath:instancePath+"/command_id",schemaPath:"#/oneOf/2/properties/command_id/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err61];
+}
+else {
+vErrors.push(err61);
+}
+errors++;
+}
+}
+if(data.device_id !== undefined){
+let data16 = data.device_id;
+if(typeof data16 === "string"){
+if(func2(data16) > 200){
+const err62 = {instancePath:instancePath+"/device_id",schemaPath:"#/oneOf/2/properties/device_id/maxLength",keyword:"maxLength",params:{limit: 200},message:"must NOT have more than 200 characters"};
+if(vErrors === null){
+vErrors = [err62];
+}
+else {
+vErrors.push(err62);
+}
+errors++;
+}
+if(func2(data16) < 3){
+const err63 = {instancePath:instancePath+"/device_id",schemaPath:"#/oneOf/2/properties/device_id/minLength",keyword:"minLength",params:{limit: 3},message:"must NOT have fewer than 3 characters"};
+if(vErrors === null){
+vErrors = [err63];
+}
+else {
+vErrors.push(err63);
+}
+errors++;
+}
+}
+else {
+const err64 = {instancePath:instancePath+"/device_id",schemaPath:"#/oneOf/2/properties/device_id/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err64];
+}
+else {
+vErrors.push(err64);
+}
+errors++;
+}
+}
+if(data.brand !== undefined){
+let data17 = data.brand;
+if(typeof data17 !== "string"){
+const err65 = {instancePath:instancePath+"/brand",schemaPath:"#/oneOf/2/properties/brand/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err65];
+}
+else {
+vErrors.push(err65);
+}
+errors++;
+}
+if(!((((data17 === "brand_a") || (data17 === "brand_b")) || (data17 === "brand_c")) || (data17 === "brand_d"))){
+const err66 = {instancePath:instancePath+"/brand",schemaPath:"#/oneOf/2/properties/brand/enum",keyword:"enum",params:{allowedValues: schema11.oneOf[2].properties.brand.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err66];
+}
+else {
+vErrors.push(err66);
+}
+errors++;
+}
+}
+if(data.name !== undefined){
+let data18 = data.name;
+if(typeof data18 !== "string"){
+const err67 = {instancePath:instancePath+"/name",schemaPath:"#/oneOf/2/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err67];
+}
+else {
+vErrors.push(err67);
+}
+errors++;
+}
+if("doors.unlock" !== data18){
+const err68 = {instancePath:instancePath+"/name",schemaPath:"#/oneOf/2/properties/name/const",keyword:"const",params:{allowedValue: "doors.unlock"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err68];
+}
+else {
+vErrors.push(err68);
+}
+errors++;
+}
+}
+if(data.args !== undefined){
+let data19 = data.args;
+if(data19 && typeof data19 == "object" && !Array.isArray(data19)){
+if(Object.keys(data19).length > 0){
+const err69 = {instancePath:instancePath+"/args",schemaPath:"#/oneOf/2/properties/args/maxProperties",keyword:"maxProperties",params:{limit: 0},message:"must NOT have more than 0 properties"};
+if(vErrors === null){
+vErrors = [err69];
+}
+else {
+vErrors.push(err69);
+}
+errors++;
+}
+for(const key5 in data19){
+const err70 = {instancePath:instancePath+"/args",schemaPath:"#/oneOf/2/properties/args/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key5},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err70];
+}
+else {
+vErrors.push(err70);
+}
+errors++;
+}
+}
+else {
+const err71 = {instancePath:instancePath+"/args",schemaPath:"#/oneOf/2/properties/args/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err71];
+}
+else {
+vErrors.push(err71);
+}
+errors++;
+}
+}
+if(data.issued_at !== undefined){
+let data20 = data.issued_at;
+if(typeof data20 === "string"){
+if(!(formats2.validate(data20))){
+const err72 = {instancePath:instancePath+"/issued_at",schemaPath:"#/oneOf/2/properties/issued_at/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
+if(vErrors === null){
+vErrors = [err72];
+}
+else {
+vErrors.push(err72);
+}
+errors++;
+}
+}
+else {
+const err73 = {instancePath:instancePath+"/issued_at",schemaPath:"#/oneOf/2/properties/issued_at/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err73];
+}
+else {
+vErrors.push(err73);
+}
+errors++;
+}
+}
+if(data.expires_at !== undefined){
+let data21 = data.expires_at;
+if(typeof data21 === "string"){
+if(!(formats2.validate(data21))){
+const err74 = {instancePath:instancePath+"/expires_at",schemaPath:"#/oneOf/2/properties/expires_at/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
+if(vErrors === null){
+vErrors = [err74];
+}
+else {
+vErrors.push(err74);
+}
+errors++;
+}
+}
+else {
+const err75 = {instancePath:instancePath+"/expires_at",schemaPath:"#/oneOf/2/properties/expires_at/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err75];
+}
+else {
+vErrors.push(err75);
+}
+errors++;
+}
+}
+}
+else {
+const err76 = {instancePath,schemaPath:"#/oneOf/2/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err76];
+}
+else {
+vErrors.push(err76);
+}
+errors++;
+}
+var _valid0 = _errs39 === errors;
+if(_valid0 && valid0){
+valid0 = false;
+passing0 = [passing0, 2];
+}
+else {
+if(_valid0){
+valid0 = true;
+passing0 = 2;
+}
+const _errs57 = errors;
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.command_id === undefined){
+const err77 = {instancePath,schemaPath:"#/oneOf/3/required",keyword:"required",params:{missingProperty: "command_id"},message:"must have required property '"+"command_id"+"'"};
+if(vErrors === null){
+vErrors = [err77];
+}
+else {
+vErrors.push(err77);
+}
+errors++;
+}
+if(data.device_id === undefined){
+const err78 = {instancePath,schemaPath:"#/oneOf/3/required",keyword:"required",params:{missingProperty: "device_id"},message:"must have required property '"+"device_id"+"'"};
+if(vErrors === null){
+vErrors = [err78];
+}
+else {
+vErrors.push(err78);
+}
+errors++;
+}
+if(data.brand === undefined){
+const err79 = {instancePath,schemaPath:"#/oneOf/3/required",keyword:"required",params:{missingProperty: "brand"},message:"must have required property '"+"brand"+"'"};
+if(vErrors === null){
+vErrors = [err79];
+}
+else {
+vErrors.push(err79);
+}
+errors++;
+}
+if(data.name === undefined){
+const err80 = {instancePath,schemaPath:"#/oneOf/3/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'"};
+if(vErrors === null){
+vErrors = [err80];
+}
+else {
+vErrors.push(err80);
+}
+errors++;
+}
+if(data.args === undefined){
+const err81 = {instancePath,schemaPath:"#/oneOf/3/required",keyword:"required",params:{missingProperty: "args"},message:"must have required property '"+"args"+"'"};
+if(vErrors === null){
+vErrors = [err81];
+}
+else {
+vErrors.push(err81);
+}
+errors++;
+}
+if(data.issued_at === undefined){
+const err82 = {instancePath,schemaPath:"#/oneOf/3/required",keyword:"required",params:{missingProperty: "issued_at"},message:"must have required property '"+"issued_at"+"'"};
+if(vErrors === null){
+vErrors = [err82];
+}
+else {
+vErrors.push(err82);
+}
+errors++;
+}
+if(data.expires_at === undefined){
+const err83 = {instancePath,schemaPath:"#/oneOf/3/required",keyword:"required",params:{missingProperty: "expires_at"},message:"must have required property '"+"expires_at"+"'"};
+if(vErrors === null){
+vErrors = [err83];
+}
+else {
+vErrors.push(err83);
+}
+errors++;
+}
+for(const key6 in data){
+if(!(((((((key6 === "command_id") || (key6 === "device_id")) || (key6 === "brand")) || (key6 === "name")) || (key6 === "args")) || (key6 === "issued_at")) || (key6 === "expires_at"))){
+const err84 = {instancePath,schemaPath:"#/oneOf/3/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key6},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err84];
+}
+else {
+vErrors.push(err84);
+}
+errors++;
+}
+}
+if(data.command_id !== undefined){
+let data22 = data.command_id;
+if(typeof data22 === "string"){
+if(!(formats0.test(data22))){
+const err85 = {instancePath:instancePath+"/command_id",schemaPath:"#/oneOf/3/properties/command_id/format",keyword:"format",params:{format: "uuid"},message:"must match format \""+"uuid"+"\""};
+if(vErrors === null){
+vErrors = [err85];
+}
+else {
+vErrors.push(err85);
+}
+errors++;
+}
+}
+else {
+const err86 = {instancePath:instancePath+"/command_id",schemaPath:"#/oneOf/3/properties/command_id/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err86];
+}
+else {
+vErrors.push(err86);
+}
+errors++;
+}
+}
+if(data.device_id !== undefined){
+let data23 = data.device_id;
+if(typeof data23 === "string"){
+if(func2(data23) > 200){
+const err87 = {instancePath:instancePath+"/device_id",schemaPath:"#/oneOf/3/properties/device_id/maxLength",keyword:"maxLength",params:{limit: 200},message:"must NOT have more than 200 characters"};
+if(vErrors === null){
+vErrors = [err87];
+}
+else {
+vErrors.push(err87);
+}
+errors++;
+}
+if(func2(data23) < 3){
+const err88 = {instancePath:instancePath+"/device_id",schemaPath:"#/oneOf/3/properties/device_id/minLength",keyword:"minLength",params:{limit: 3},message:"must NOT have fewer than 3 characters"};
+if(vErrors === null){
+vErrors = [err88];
+}
+else {
+vErrors.push(err88);
+}
+errors++;
+}
+}
+else {
+const err89 = {instancePath:instancePath+"/device_id",schemaPath:"#/oneOf/3/properties/device_id/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err89];
+}
+else {
+vErrors.push(err89);
+}
+errors++;
+}
+}
+if(data.brand !== undefined){
+let data24 = data.brand;
+if(typeof data24 !== "string"){
+const err90 = {instancePath:instancePath+"/brand",schemaPath:"#/oneOf/3/properties/brand/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err90];
+}
+else {
+vErrors.push(err90);
+}
+errors++;
+}
+if(!((((data24 === "brand_a") || (data24 === "brand_b")) || (data24 === "brand_c")) || (data24 === "brand_d"))){
+const err91 = {instancePath:instancePath+"/brand",schemaPath:"#/oneOf/3/properties/brand/enum",keyword:"enum",params:{allowedValues: schema11.oneOf[3].properties.brand.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err91];
+}
+else {
+vErrors.push(err91);
+}
+errors++;
+}
+}
+if(data.name !== undefined){
+let data25 = data.name;
+if(typeof data25 !== "string"){
+const err92 = {instancePath:instancePath+"/name",schemaPath:"#/oneOf/3/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err92];
+}
+else {
+vErrors.push(err92);
+}
+errors++;
+}
+if("app.install" !== data25){
+const err93 = {instancePath:instancePath+"/name",schemaPath:"#/oneOf/3/properties/name/const",keyword:"const",params:{allowedValue: "app.install"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err93];
+}
+else {
+vErrors.push(err93);
+}
+errors++;
+}
+}
+if(data.args !== undefined){
+let data26 = data.args;
+if(data26 && typeof data26 == "object" && !Array.isArray(data26)){
+if(data26.app_id === undefined){
+const err94 = {instancePath:instancePath+"/args",schemaPath:"#/oneOf/3/properties/args/required",keyword:"required",params:{missingProperty: "app_id"},message:"must have required property '"+"app_id"+"'"};
+if(vErrors === null){
+vErrors = [err94];
+}
+else {
+vErrors.push(err94);
+}
+errors++;
+}
+if(data26.version === undefined){
+const err95 = {instancePath:instancePath+"/args",schemaPath:"#/oneOf/3/properties/args/required",keyword:"required",params:{missingProperty: "version"},message:"must have required property '"+"version"+"'"};
+if(vErrors === null){
+vErrors = [err95];
+}
+else {
+vErrors.push(err95);
+}
+errors++;
+}
+for(const key7 in data26){
+if(!((key7 === "app_id") || (key7 === "version"))){
+const err96 = {instancePath:instancePath+"/args",schemaPath:"#/oneOf/3/properties/args/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key7},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err96];
+}
+else {
+vErrors.push(err96);
+}
+errors++;
+}
+}
+if(data26.app_id !== undefined){
+let data27 = data26.app_id;
+if(typeof data27 === "string"){
+if(func2(data27) > 200){
+const err97 = {instancePath:instancePath+"/args/app_id",schemaPath:"#/oneOf/3/properties/args/properties/app_id/maxLength",keyword:"maxLength",params:{limit: 200},message:"must NOT have more than 200 characters"};
+if(vErrors === null){
+vErrors = [err97];
+}
+else {
+vErrors.push(err97);
+}
+errors++;
+}
+if(!pattern1.test(data27)){
+const err98 = {instancePath:instancePath+"/args/app_id",schemaPath:"#/oneOf/3/properties/args/properties/app_id/pattern",keyword:"pattern",params:{pattern: "^[a-z][a-z0-9-]*(\\.[a-z][a-z0-9-]*)+$"},message:"must match pattern \""+"^[a-z][a-z0-9-]*(\\.[a-z][a-z0-9-]*)+$"+"\""};
+if(vErrors === null){
+vErrors = [err98];
+}
+else {
+vErrors.push(err98);
+}
+errors++;
+}
+}
+else {
+const err99 = {instancePath:instancePath+"/args/app_id",schemaPath:"#/oneOf/3/properties/args/properties/app_id/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err99];
+}
+else {
+vErrors.push(err99);
+}
+errors++;
+}
+}
+if(data26.version !== undefined){
+let data28 = data26.version;
+if(typeof data28 === "string"){
+if(func2(data28) > 100){
+const err100 = {instancePath:instancePath+"/args/version",schemaPath:"#/oneOf/3/properties/args/properties/version/maxLength",keyword:"maxLength",params:{limit: 100},message:"must NOT have more than 100 characters"};
+if(vErrors === null){
+vErrors = [err100];
+}
+else {
+vErrors.push(err100);
+}
+errors++;
+}
+if(!pattern2.test(data28)){
+const err101 = {instancePath:instancePath+"/args/version",schemaPath:"#/oneOf/3/properties/args/properties/version/pattern",keyword:"pattern",params:{pattern: "^(0|[1-9]\\d*)\\.(0|[1-9]\\d*)\\.(0|[1-9]\\d*)(?:-((?:0|[1-9]\\d*|\\d*[a-zA-Z-][0-9a-zA-Z-]*)(?:\\.(?:0|[1-9]\\d*|\\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?(?:\\+([0-9a-zA-Z-]+(?:\\.[0-9a-zA-Z-]+)*))?$"},message:"must match pattern \""+"^(0|[1-9]\\d*)\\.(0|[1-9]\\d*)\\.(0|[1-9]\\d*)(?:-((?:0|[1-9]\\d*|\\d*[a-zA-Z-][0-9a-zA-Z-]*)(?:\\.(?:0|[1-9]\\d*|\\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?(?:\\+([0-9a-zA-Z-]+(?:\\.[0-9a-zA-Z-]+)*))?$"+"\""};
+if(vErrors === null){
+vErrors = [err101];
+}
+else {
+vErrors.push(err101);
+}
+errors++;
+}
+}
+else {
+const err102 = {instancePath:instancePath+"/args/version",schemaPath:"#/oneOf/3/properties/args/properties/version/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err102];
+}
+else {
+vErrors.push(err102);
+}
+errors++;
+}
+}
+}
+else {
+const err103 = {instancePath:instancePath+"/args",schemaPath:"#/oneOf/3/properties/args/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err103];
+}
+else {
+vErrors.push(err103);
+}
+errors++;
+}
+}
+if(data.issued_at !== undefined){
+let data29 = data.issued_at;
+if(typeof data29 === "string"){
+if(!(formats2.validate(data29))){
+const err104 = {instancePath:instancePath+"/issued_at",schemaPath:"#/oneOf/3/properties/issued_at/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
+if(vErrors === null){
+vErrors = [err104];
+}
+else {
+vErrors.push(err104);
+}
+errors++;
+}
+}
+else {
+const err105 = {instancePath:instancePath+"/issued_at",schemaPath:"#/oneOf/3/properties/issued_at/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err105];
+}
+else {
+vErrors.push(err105);
+}
+errors++;
+}
+}
+if(data.expires_at !== undefined){
+let data30 = data.expires_at;
+if(typeof data30 === "string"){
+if(!(formats2.validate(data30))){
+const err106 = {instancePath:instancePath+"/expires_at",schemaPath:"#/oneOf/3/properties/expires_at/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
+if(vErrors === null){
+vErrors = [err106];
+}
+else {
+vErrors.push(err106);
+}
+errors++;
+}
+}
+else {
+const err107 = {instancePath:instancePath+"/expires_at",schemaPath:"#/oneOf/3/properties/expires_at/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err107];
+}
+else {
+vErrors.push(err107);
+}
+errors++;
+}
+}
+}
+else {
+const err108 = {instancePath,schemaPath:"#/oneOf/3/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err108];
+}
+else {
+vErrors.push(err108);
+}
+errors++;
+}
+var _valid0 = _errs57 === errors;
+if(_valid0 && valid0){
+valid0 = false;
+passing0 = [passing0, 3];
+}
+else {
+if(_valid0){
+valid0 = true;
+passing0 = 3;
+}
+const _errs79 = errors;
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.command_id === undefined){
+const err109 = {instancePath,schemaPath:"#/oneOf/4/required",keyword:"required",params:{missingProperty: "command_id"},message:"must have required property '"+"command_id"+"'"};
+if(vErrors === null){
+vErrors = [err109];
+}
+else {
+vErrors.push(err109);
+}
+errors++;
+}
+if(data.device_id === undefined){
+const err110 = {instancePath,schemaPath:"#/oneOf/4/required",keyword:"required",params:{missingProperty: "device_id"},message:"must have required property '"+"device_id"+"'"};
+if(vErrors === null){
+vErrors = [err110];
+}
+else {
+vErrors.push(err110);
+}
+errors++;
+}
+if(data.brand === undefined){
+const err111 = {instancePath,schemaPath:"#/oneOf/4/required",keyword:"required",params:{missingProperty: "brand"},message:"must have required property '"+"brand"+"'"};
+if(vErrors === null){
+vErrors = [err111];
+}
+else {
+vErrors.push(err111);
+}
+errors++;
+}
+if(data.name === undefined){
+const err112 = {instancePath,schemaPath:"#/oneOf/4/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'"};
+if(vErrors === null){
+vErrors = [err112];
+}
+else {
+vErrors.push(err112);
+}
+errors++;
+}
+if(data.args === undefined){
+const err113 = {instancePath,schemaPath:"#/oneOf/4/required",keyword:"required",params:{missingProperty: "args"},message:"must have required property '"+"args"+"'"};
+if(vErrors === null){
+vErrors = [err113];
+}
+else {
+vErrors.push(err113);
+}
+errors++;
+}
+if(data.issued_at === undefined){
+const err114 = {instancePath,schemaPath:"#/oneOf/4/required",keyword:"required",params:{missingProperty: "issued_at"},message:"must have required property '"+"issued_at"+"'"};
+if(vErrors === null){
+vErrors = [err114];
+}
+else {
+vErrors.push(err114);
+}
+errors++;
+}
+if(data.expires_at === undefined){
+const err115 = {instancePath,schemaPath:"#/oneOf/4/required",keyword:"required",params:{missingProperty: "expires_at"},message:"must have required property '"+"expires_at"+"'"};
+if(vErrors === null){
+vErrors = [err115];
+}
+else {
+vErrors.push(err115);
+}
+errors++;
+}
+for(const key8 in data){
+if(!(((((((key8 === "command_id") || (key8 === "device_id")) || (key8 === "brand")) || (key8 === "name")) || (key8 === "args")) || (key8 === "issued_at")) || (key8 === "expires_at"))){
+const err116 = {instancePath,schemaPath:"#/oneOf/4/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key8},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err116];
+}
+else {
+vErrors.push(err116);
+}
+errors++;
+}
+}
+if(data.command_id !== undefined){
+let data31 = data.command_id;
+if(typeof data31 === "string"){
+if(!(formats0.test(data31))){
+const err117 = {instancePath:instancePath+"/command_id",schemaPath:"#/oneOf/4/properties/command_id/format",keyword:"format",params:{format: "uuid"},message:"must match format \""+"uuid"+"\""};
+if(vErrors === null){
+vErrors = [err117];
+}
+else {
+vErrors.push(err117);
+}
+errors++;
+}
+}
+else {
+const err118 = {instancePath:instancePath+"/command_id",schemaPath:"#/oneOf/4/properties/command_id/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err118];
+}
+else {
+vErrors.push(err118);
+}
+errors++;
+}
+}
+if(data.device_id !== undefined){
+let data32 = data.device_id;
+if(typeof data32 === "string"){
+if(func2(data32) > 200){
+const err119 = {instancePath:instancePath+"/device_id",schemaPath:"#/oneOf/4/properties/device_id/maxLength",keyword:"maxLength",params:{limit: 200},message:"must NOT have more than 200 characters"};
+if(vErrors === null){
+vErrors = [err119];
+}
+else {
+vErrors.push(err119);
+}
+errors++;
+}
+if(func2(data32) < 3){
+const err120 = {instancePath:instancePath+"/device_id",schemaPath:"#/oneOf/4/properties/device_id/minLength",keyword:"minLength",params:{limit: 3},message:"must NOT have fewer than 3 characters"};
+if(vErrors === null){
+vErrors = [err120];
+}
+else {
+vErrors.push(err120);
+}
+errors++;
+}
+}
+else {
+const err121 = {instancePath:instancePath+"/device_id",schemaPath:"#/oneOf/4/properties/device_id/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err121];
+}
+else {
+vErrors.push(err121);
+}
+errors++;
+}
+}
+if(data.brand !== undefined){
+let data33 = data.brand;
+if(typeof data33 !== "string"){
+const err122 = {instancePath:instancePath+"/brand",schemaPath:"#/oneOf/4/properties/brand/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err122];
+}
+else {
+vErrors.push(err122);
+}
+errors++;
+}
+if(!((((data33 === "brand_a") || (data33 === "brand_b")) || (data33 === "brand_c")) || (data33 === "brand_d"))){
+const err123 = {instancePath:instancePath+"/brand",schemaPath:"#/oneOf/4/properties/brand/enum",keyword:"enum",params:{allowedValues: schema11.oneOf[4].properties.brand.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err123];
+}
+else {
+vErrors.push(err123);
+}
+errors++;
+}
+}
+if(data.name !== undefined){
+let data34 = data.name;
+if(typeof data34 !== "string"){
+const err124 = {instancePath:instancePath+"/name",schemaPath:"#/oneOf/4/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err124];
+}
+else {
+vErrors.push(err124);
+}
+errors++;
+}
+if("app.uninstall" !== data34){
+const err125 = {instancePath:instancePath+"/name",schemaPath:"#/oneOf/4/properties/name/const",keyword:"const",params:{allowedValue: "app.uninstall"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err125];
+}
+else {
+vErrors.push(err125);
+}
+errors++;
+}
+}
+if(data.args !== undefined){
+let data35 = data.args;
+if(data35 && typeof data35 == "object" && !Array.isArray(data35)){
+if(data35.app_id === undefined){
+const err126 = {instancePath:instancePath+"/args",schemaPath:"#/oneOf/4/properties/args/required",keyword:"required",params:{missingProperty: "app_id"},message:"must have required property '"+"app_id"+"'"};
+if(vErrors === null){
+vErrors = [err126];
+}
+else {
+vErrors.push(err126);
+}
+errors++;
+}
+for(const key9 in data35){
+if(!(key9 === "app_id")){
+const err127 = {instancePath:instancePath+"/args",schemaPath:"#/oneOf/4/properties/args/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key9},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err127];
+}
+else {
+vErrors.push(err127);
+}
+errors++;
+}
+}
+if(data35.app_id !== undefined){
+let data36 = data35.app_id;
+if(typeof data36 === "string"){
+if(func2(data36) > 200){
+const err128 = {instancePath:instancePath+"/args/app_id",schemaPath:"#/oneOf/4/properties/args/properties/app_id/maxLength",keyword:"maxLength",params:{limit: 200},message:"must NOT have more than 200 characters"};
+if(vErrors === null){
+vErrors = [err128];
+}
+else {
+vErrors.push(err128);
+}
+errors++;
+}
+if(!pattern1.test(data36)){
+const err129 = {instancePath:instancePath+"/args/app_id",schemaPath:"#/oneOf/4/properties/args/properties/app_id/pattern",keyword:"pattern",params:{pattern: "^[a-z][a-z0-9-]*(\\.[a-z][a-z0-9-]*)+$"},message:"must match pattern \""+"^[a-z][a-z0-9-]*(\\.[a-z][a-z0-9-]*)+$"+"\""};
+if(vErrors === null){
+vErrors = [err129];
+}
+else {
+vErrors.push(err129);
+}
+errors++;
+}
+}
+else {
+const err130 = {instancePath:instancePath+"/args/app_id",schemaPath:"#/oneOf/4/properties/args/properties/app_id/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err130];
+}
+else {
+vErrors.push(err130);
+}
+errors++;
+}
+}
+}
+else {
+const err131 = {instancePath:instancePath+"/args",schemaPath:"#/oneOf/4/properties/args/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err131];
+}
+else {
+vErrors.push(err131);
+}
+errors++;
+}
+}
+if(data.issued_at !== undefined){
+let data37 = data.issued_at;
+if(typeof data37 === "string"){
+if(!(formats2.validate(data37))){
+const err132 = {instancePath:instancePath+"/issued_at",schemaPath:"#/oneOf/4/properties/issued_at/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
+if(vErrors === null){
+vErrors = [err132];
+}
+else {
+vErrors.push(err132);
+}
+errors++;
+}
+}
+else {
+const err133 = {instancePath:instancePath+"/issued_at",schemaPath:"#/oneOf/4/properties/issued_at/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err133];
+}
+else {
+vErrors.push(err133);
+}
+errors++;
+}
+}
+if(data.expires_at !== undefined){
+let data38 = data.expires_at;
+if(typeof data38 === "string"){
+if(!(formats2.validate(data38))){
+const err134 = {instancePath:instancePath+"/expires_at",schemaPath:"#/oneOf/4/properties/expires_at/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
+if(vErrors === null){
+vErrors = [err134];
+}
+else {
+vErrors.push(err134);
+}
+errors++;
+}
+}
+else {
+const err135 = {instancePath:instancePath+"/expires_at",schemaPath:"#/oneOf/4/properties/expires_at/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err135];
+}
+else {
+vErrors.push(err135);
+}
+errors++;
+}
+}
+}
+else {
+const err136 = {instancePath,schemaPath:"#/oneOf/4/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err136];
+}
+else {
+vErrors.push(err136);
+}
+errors++;
+}
+var _valid0 = _errs79 === errors;
+if(_valid0 && valid0){
+valid0 = false;
+passing0 = [passing0, 4];
+}
+else {
+if(_valid0){
+valid0 = true;
+passing0 = 4;
+}
+}
+}
+}
+}
+if(!valid0){
+const err137 = {instancePath,schemaPath:"#/oneOf",keyword:"oneOf",params:{passingSchemas: passing0},message:"must match exactly one schema in oneOf"};
+if(vErrors === null){
+vErrors = [err137];
+}
+else {
+vErrors.push(err137);
+}
+errors++;
+}
+else {
+errors = _errs0;
+if(vErrors !== null){
+if(_errs0){
+vErrors.length = _errs0;
+}
+else {
+vErrors = null;
+}
+}
 }
 validate10.errors = vErrors;
 return errors === 0;
@@ -1450,10 +2835,1638 @@ validate14.errors = vErrors;
 return errors === 0;
 }
 
+exports.validateCommandVariant0 = validate15;
+const schema16 = {"type":"object","description":"Show this one-time pairing code to the people in the car until `expires_at`. Only the service sends it.","additionalProperties":false,"required":["command_id","device_id","brand","name","args","issued_at","expires_at"],"properties":{"command_id":{"type":"string","format":"uuid","description":"Chosen by the service; the car's acknowledgements repeat it.","examples":["0b8e7c1e-3f5a-4c2d-9a41-6f0d2b7c9e15"]},"device_id":{"title":"DeviceId","description":"The full prefixed device identifier `<brand>:<native_id>`, for example\n`brand_a:1HGCM82633A004352`. It is split on its first `:`; the prefix must be a known\n`Brand` and the rest must match that brand's native-id format. In a URL path or query it\nis URL-encoded (the colon becomes `%3A`). Only MQTT topics carry the native id without\nits prefix.\n","type":"string","minLength":3,"maxLength":200,"examples":["brand_a:1HGCM82633A004352"]},"brand":{"title":"Brand","description":"The vehicle maker, as its lowercase wire string. It must agree with the prefix of the\n`device_id` it travels with. `x-native-id-patterns` gives, per brand, the format of the\nnative id that follows the prefix; `npm run generate` turns it into `generated/brands.ts`.\nFor every brand the native id is also free of `:`, `/`, `+`, `#`, whitespace and control\ncharacters, because on MQTT it becomes a topic segment.\n","type":"string","enum":["brand_a","brand_b","brand_c","brand_d"],"examples":["brand_a"]},"name":{"type":"string","const":"pairing.show_code"},"args":{"type":"object","additionalProperties":false,"required":["code"],"properties":{"code":{"type":"string","pattern":"^[0-9]{8}$","description":"The 8-digit one-time code to show; whoever types it into their account pairs the car.","examples":["40172958"]}}},"issued_at":{"type":"string","format":"date-time","description":"When the service issued the command."},"expires_at":{"type":"string","format":"date-time","description":"After this time the car must not run the command but acknowledge it as `rejected` (detail\n`expired`), so that a car coming back online does not act on stale requests.\n"}}};
+
+function validate15(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+let vErrors = null;
+let errors = 0;
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.command_id === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "command_id"},message:"must have required property '"+"command_id"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.device_id === undefined){
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "device_id"},message:"must have required property '"+"device_id"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.brand === undefined){
+const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "brand"},message:"must have required property '"+"brand"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.name === undefined){
+const err3 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+if(data.args === undefined){
+const err4 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "args"},message:"must have required property '"+"args"+"'"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+if(data.issued_at === undefined){
+const err5 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "issued_at"},message:"must have required property '"+"issued_at"+"'"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+if(data.expires_at === undefined){
+const err6 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "expires_at"},message:"must have required property '"+"expires_at"+"'"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+for(const key0 in data){
+if(!(((((((key0 === "command_id") || (key0 === "device_id")) || (key0 === "brand")) || (key0 === "name")) || (key0 === "args")) || (key0 === "issued_at")) || (key0 === "expires_at"))){
+const err7 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.command_id !== undefined){
+let data0 = data.command_id;
+if(typeof data0 === "string"){
+if(!(formats0.test(data0))){
+const err8 = {instancePath:instancePath+"/command_id",schemaPath:"#/properties/command_id/format",keyword:"format",params:{format: "uuid"},message:"must match format \""+"uuid"+"\""};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+}
+else {
+const err9 = {instancePath:instancePath+"/command_id",schemaPath:"#/properties/command_id/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data.device_id !== undefined){
+let data1 = data.device_id;
+if(typeof data1 === "string"){
+if(func2(data1) > 200){
+const err10 = {instancePath:instancePath+"/device_id",schemaPath:"#/properties/device_id/maxLength",keyword:"maxLength",params:{limit: 200},message:"must NOT have more than 200 characters"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+if(func2(data1) < 3){
+const err11 = {instancePath:instancePath+"/device_id",schemaPath:"#/properties/device_id/minLength",keyword:"minLength",params:{limit: 3},message:"must NOT have fewer than 3 characters"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+}
+else {
+const err12 = {instancePath:instancePath+"/device_id",schemaPath:"#/properties/device_id/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err12];
+}
+else {
+vErrors.push(err12);
+}
+errors++;
+}
+}
+if(data.brand !== undefined){
+let data2 = data.brand;
+if(typeof data2 !== "string"){
+const err13 = {instancePath:instancePath+"/brand",schemaPath:"#/properties/brand/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err13];
+}
+else {
+vErrors.push(err13);
+}
+errors++;
+}
+if(!((((data2 === "brand_a") || (data2 === "brand_b")) || (data2 === "brand_c")) || (data2 === "brand_d"))){
+const err14 = {instancePath:instancePath+"/brand",schemaPath:"#/properties/brand/enum",keyword:"enum",params:{allowedValues: schema16.properties.brand.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err14];
+}
+else {
+vErrors.push(err14);
+}
+errors++;
+}
+}
+if(data.name !== undefined){
+let data3 = data.name;
+if(typeof data3 !== "string"){
+const err15 = {instancePath:instancePath+"/name",schemaPath:"#/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err15];
+}
+else {
+vErrors.push(err15);
+}
+errors++;
+}
+if("pairing.show_code" !== data3){
+const err16 = {instancePath:instancePath+"/name",schemaPath:"#/properties/name/const",keyword:"const",params:{allowedValue: "pairing.show_code"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err16];
+}
+else {
+vErrors.push(err16);
+}
+errors++;
+}
+}
+if(data.args !== undefined){
+let data4 = data.args;
+if(data4 && typeof data4 == "object" && !Array.isArray(data4)){
+if(data4.code === undefined){
+const err17 = {instancePath:instancePath+"/args",schemaPath:"#/properties/args/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
+if(vErrors === null){
+vErrors = [err17];
+}
+else {
+vErrors.push(err17);
+}
+errors++;
+}
+for(const key1 in data4){
+if(!(key1 === "code")){
+const err18 = {instancePath:instancePath+"/args",schemaPath:"#/properties/args/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err18];
+}
+else {
+vErrors.push(err18);
+}
+errors++;
+}
+}
+if(data4.code !== undefined){
+let data5 = data4.code;
+if(typeof data5 === "string"){
+if(!pattern0.test(data5)){
+const err19 = {instancePath:instancePath+"/args/code",schemaPath:"#/properties/args/properties/code/pattern",keyword:"pattern",params:{pattern: "^[0-9]{8}$"},message:"must match pattern \""+"^[0-9]{8}$"+"\""};
+if(vErrors === null){
+vErrors = [err19];
+}
+else {
+vErrors.push(err19);
+}
+errors++;
+}
+}
+else {
+const err20 = {instancePath:instancePath+"/args/code",schemaPath:"#/properties/args/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err20];
+}
+else {
+vErrors.push(err20);
+}
+errors++;
+}
+}
+}
+else {
+const err21 = {instancePath:instancePath+"/args",schemaPath:"#/properties/args/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err21];
+}
+else {
+vErrors.push(err21);
+}
+errors++;
+}
+}
+if(data.issued_at !== undefined){
+let data6 = data.issued_at;
+if(typeof data6 === "string"){
+if(!(formats2.validate(data6))){
+const err22 = {instancePath:instancePath+"/issued_at",schemaPath:"#/properties/issued_at/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
+if(vErrors === null){
+vErrors = [err22];
+}
+else {
+vErrors.push(err22);
+}
+errors++;
+}
+}
+else {
+const err23 = {instancePath:instancePath+"/issued_at",schemaPath:"#/properties/issued_at/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err23];
+}
+else {
+vErrors.push(err23);
+}
+errors++;
+}
+}
+if(data.expires_at !== undefined){
+let data7 = data.expires_at;
+if(typeof data7 === "string"){
+if(!(formats2.validate(data7))){
+const err24 = {instancePath:instancePath+"/expires_at",schemaPath:"#/properties/expires_at/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
+if(vErrors === null){
+vErrors = [err24];
+}
+else {
+vErrors.push(err24);
+}
+errors++;
+}
+}
+else {
+const err25 = {instancePath:instancePath+"/expires_at",schemaPath:"#/properties/expires_at/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err25];
+}
+else {
+vErrors.push(err25);
+}
+errors++;
+}
+}
+}
+else {
+const err26 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err26];
+}
+else {
+vErrors.push(err26);
+}
+errors++;
+}
+validate15.errors = vErrors;
+return errors === 0;
+}
+
+exports.validateCommandVariant1 = validate16;
+const schema17 = {"type":"object","description":"Lock the doors.","additionalProperties":false,"required":["command_id","device_id","brand","name","args","issued_at","expires_at"],"properties":{"command_id":{"type":"string","format":"uuid","description":"Chosen by the service; the car's acknowledgements repeat it.","examples":["0b8e7c1e-3f5a-4c2d-9a41-6f0d2b7c9e15"]},"device_id":{"title":"DeviceId","description":"The full prefixed device identifier `<brand>:<native_id>`, for example\n`brand_a:1HGCM82633A004352`. It is split on its first `:`; the prefix must be a known\n`Brand` and the rest must match that brand's native-id format. In a URL path or query it\nis URL-encoded (the colon becomes `%3A`). Only MQTT topics carry the native id without\nits prefix.\n","type":"string","minLength":3,"maxLength":200,"examples":["brand_a:1HGCM82633A004352"]},"brand":{"title":"Brand","description":"The vehicle maker, as its lowercase wire string. It must agree with the prefix of the\n`device_id` it travels with. `x-native-id-patterns` gives, per brand, the format of the\nnative id that follows the prefix; `npm run generate` turns it into `generated/brands.ts`.\nFor every brand the native id is also free of `:`, `/`, `+`, `#`, whitespace and control\ncharacters, because on MQTT it becomes a topic segment.\n","type":"string","enum":["brand_a","brand_b","brand_c","brand_d"],"examples":["brand_a"]},"name":{"type":"string","const":"doors.lock"},"args":{"type":"object","description":"No arguments.","additionalProperties":false,"maxProperties":0},"issued_at":{"type":"string","format":"date-time","description":"When the service issued the command."},"expires_at":{"type":"string","format":"date-time","description":"After this time the car must not run the command but acknowledge it as `rejected` (detail\n`expired`), so that a car coming back online does not act on stale requests.\n"}}};
+
+function validate16(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+let vErrors = null;
+let errors = 0;
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.command_id === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "command_id"},message:"must have required property '"+"command_id"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.device_id === undefined){
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "device_id"},message:"must have required property '"+"device_id"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.brand === undefined){
+const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "brand"},message:"must have required property '"+"brand"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.name === undefined){
+const err3 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+if(data.args === undefined){
+const err4 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "args"},message:"must have required property '"+"args"+"'"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+if(data.issued_at === undefined){
+const err5 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "issued_at"},message:"must have required property '"+"issued_at"+"'"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+if(data.expires_at === undefined){
+const err6 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "expires_at"},message:"must have required property '"+"expires_at"+"'"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+for(const key0 in data){
+if(!(((((((key0 === "command_id") || (key0 === "device_id")) || (key0 === "brand")) || (key0 === "name")) || (key0 === "args")) || (key0 === "issued_at")) || (key0 === "expires_at"))){
+const err7 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.command_id !== undefined){
+let data0 = data.command_id;
+if(typeof data0 === "string"){
+if(!(formats0.test(data0))){
+const err8 = {instancePath:instancePath+"/command_id",schemaPath:"#/properties/command_id/format",keyword:"format",params:{format: "uuid"},message:"must match format \""+"uuid"+"\""};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+}
+else {
+const err9 = {instancePath:instancePath+"/command_id",schemaPath:"#/properties/command_id/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data.device_id !== undefined){
+let data1 = data.device_id;
+if(typeof data1 === "string"){
+if(func2(data1) > 200){
+const err10 = {instancePath:instancePath+"/device_id",schemaPath:"#/properties/device_id/maxLength",keyword:"maxLength",params:{limit: 200},message:"must NOT have more than 200 characters"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+if(func2(data1) < 3){
+const err11 = {instancePath:instancePath+"/device_id",schemaPath:"#/properties/device_id/minLength",keyword:"minLength",params:{limit: 3},message:"must NOT have fewer than 3 characters"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+}
+else {
+const err12 = {instancePath:instancePath+"/device_id",schemaPath:"#/properties/device_id/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err12];
+}
+else {
+vErrors.push(err12);
+}
+errors++;
+}
+}
+if(data.brand !== undefined){
+let data2 = data.brand;
+if(typeof data2 !== "string"){
+const err13 = {instancePath:instancePath+"/brand",schemaPath:"#/properties/brand/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err13];
+}
+else {
+vErrors.push(err13);
+}
+errors++;
+}
+if(!((((data2 === "brand_a") || (data2 === "brand_b")) || (data2 === "brand_c")) || (data2 === "brand_d"))){
+const err14 = {instancePath:instancePath+"/brand",schemaPath:"#/properties/brand/enum",keyword:"enum",params:{allowedValues: schema17.properties.brand.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err14];
+}
+else {
+vErrors.push(err14);
+}
+errors++;
+}
+}
+if(data.name !== undefined){
+let data3 = data.name;
+if(typeof data3 !== "string"){
+const err15 = {instancePath:instancePath+"/name",schemaPath:"#/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err15];
+}
+else {
+vErrors.push(err15);
+}
+errors++;
+}
+if("doors.lock" !== data3){
+const err16 = {instancePath:instancePath+"/name",schemaPath:"#/properties/name/const",keyword:"const",params:{allowedValue: "doors.lock"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err16];
+}
+else {
+vErrors.push(err16);
+}
+errors++;
+}
+}
+if(data.args !== undefined){
+let data4 = data.args;
+if(data4 && typeof data4 == "object" && !Array.isArray(data4)){
+if(Object.keys(data4).length > 0){
+const err17 = {instancePath:instancePath+"/args",schemaPath:"#/properties/args/maxProperties",keyword:"maxProperties",params:{limit: 0},message:"must NOT have more than 0 properties"};
+if(vErrors === null){
+vErrors = [err17];
+}
+else {
+vErrors.push(err17);
+}
+errors++;
+}
+for(const key1 in data4){
+const err18 = {instancePath:instancePath+"/args",schemaPath:"#/properties/args/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err18];
+}
+else {
+vErrors.push(err18);
+}
+errors++;
+}
+}
+else {
+const err19 = {instancePath:instancePath+"/args",schemaPath:"#/properties/args/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err19];
+}
+else {
+vErrors.push(err19);
+}
+errors++;
+}
+}
+if(data.issued_at !== undefined){
+let data5 = data.issued_at;
+if(typeof data5 === "string"){
+if(!(formats2.validate(data5))){
+const err20 = {instancePath:instancePath+"/issued_at",schemaPath:"#/properties/issued_at/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
+if(vErrors === null){
+vErrors = [err20];
+}
+else {
+vErrors.push(err20);
+}
+errors++;
+}
+}
+else {
+const err21 = {instancePath:instancePath+"/issued_at",schemaPath:"#/properties/issued_at/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err21];
+}
+else {
+vErrors.push(err21);
+}
+errors++;
+}
+}
+if(data.expires_at !== undefined){
+let data6 = data.expires_at;
+if(typeof data6 === "string"){
+if(!(formats2.validate(data6))){
+const err22 = {instancePath:instancePath+"/expires_at",schemaPath:"#/properties/expires_at/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
+if(vErrors === null){
+vErrors = [err22];
+}
+else {
+vErrors.push(err22);
+}
+errors++;
+}
+}
+else {
+const err23 = {instancePath:instancePath+"/expires_at",schemaPath:"#/properties/expires_at/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err23];
+}
+else {
+vErrors.push(err23);
+}
+errors++;
+}
+}
+}
+else {
+const err24 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err24];
+}
+else {
+vErrors.push(err24);
+}
+errors++;
+}
+validate16.errors = vErrors;
+return errors === 0;
+}
+
+exports.validateCommandVariant2 = validate17;
+const schema18 = {"type":"object","description":"Unlock the doors.","additionalProperties":false,"required":["command_id","device_id","brand","name","args","issued_at","expires_at"],"properties":{"command_id":{"type":"string","format":"uuid","description":"Chosen by the service; the car's acknowledgements repeat it.","examples":["0b8e7c1e-3f5a-4c2d-9a41-6f0d2b7c9e15"]},"device_id":{"title":"DeviceId","description":"The full prefixed device identifier `<brand>:<native_id>`, for example\n`brand_a:1HGCM82633A004352`. It is split on its first `:`; the prefix must be a known\n`Brand` and the rest must match that brand's native-id format. In a URL path or query it\nis URL-encoded (the colon becomes `%3A`). Only MQTT topics carry the native id without\nits prefix.\n","type":"string","minLength":3,"maxLength":200,"examples":["brand_a:1HGCM82633A004352"]},"brand":{"title":"Brand","description":"The vehicle maker, as its lowercase wire string. It must agree with the prefix of the\n`device_id` it travels with. `x-native-id-patterns` gives, per brand, the format of the\nnative id that follows the prefix; `npm run generate` turns it into `generated/brands.ts`.\nFor every brand the native id is also free of `:`, `/`, `+`, `#`, whitespace and control\ncharacters, because on MQTT it becomes a topic segment.\n","type":"string","enum":["brand_a","brand_b","brand_c","brand_d"],"examples":["brand_a"]},"name":{"type":"string","const":"doors.unlock"},"args":{"type":"object","description":"No arguments.","additionalProperties":false,"maxProperties":0},"issued_at":{"type":"string","format":"date-time","description":"When the service issued the command."},"expires_at":{"type":"string","format":"date-time","description":"After this time the car must not run the command but acknowledge it as `rejected` (detail\n`expired`), so that a car coming back online does not act on stale requests.\n"}}};
+
+function validate17(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+let vErrors = null;
+let errors = 0;
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.command_id === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "command_id"},message:"must have required property '"+"command_id"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.device_id === undefined){
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "device_id"},message:"must have required property '"+"device_id"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.brand === undefined){
+const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "brand"},message:"must have required property '"+"brand"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.name === undefined){
+const err3 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+if(data.args === undefined){
+const err4 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "args"},message:"must have required property '"+"args"+"'"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+if(data.issued_at === undefined){
+const err5 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "issued_at"},message:"must have required property '"+"issued_at"+"'"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+if(data.expires_at === undefined){
+const err6 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "expires_at"},message:"must have required property '"+"expires_at"+"'"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+for(const key0 in data){
+if(!(((((((key0 === "command_id") || (key0 === "device_id")) || (key0 === "brand")) || (key0 === "name")) || (key0 === "args")) || (key0 === "issued_at")) || (key0 === "expires_at"))){
+const err7 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.command_id !== undefined){
+let data0 = data.command_id;
+if(typeof data0 === "string"){
+if(!(formats0.test(data0))){
+const err8 = {instancePath:instancePath+"/command_id",schemaPath:"#/properties/command_id/format",keyword:"format",params:{format: "uuid"},message:"must match format \""+"uuid"+"\""};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+}
+else {
+const err9 = {instancePath:instancePath+"/command_id",schemaPath:"#/properties/command_id/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data.device_id !== undefined){
+let data1 = data.device_id;
+if(typeof data1 === "string"){
+if(func2(data1) > 200){
+const err10 = {instancePath:instancePath+"/device_id",schemaPath:"#/properties/device_id/maxLength",keyword:"maxLength",params:{limit: 200},message:"must NOT have more than 200 characters"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+if(func2(data1) < 3){
+const err11 = {instancePath:instancePath+"/device_id",schemaPath:"#/properties/device_id/minLength",keyword:"minLength",params:{limit: 3},message:"must NOT have fewer than 3 characters"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+}
+else {
+const err12 = {instancePath:instancePath+"/device_id",schemaPath:"#/properties/device_id/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err12];
+}
+else {
+vErrors.push(err12);
+}
+errors++;
+}
+}
+if(data.brand !== undefined){
+let data2 = data.brand;
+if(typeof data2 !== "string"){
+const err13 = {instancePath:instancePath+"/brand",schemaPath:"#/properties/brand/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err13];
+}
+else {
+vErrors.push(err13);
+}
+errors++;
+}
+if(!((((data2 === "brand_a") || (data2 === "brand_b")) || (data2 === "brand_c")) || (data2 === "brand_d"))){
+const err14 = {instancePath:instancePath+"/brand",schemaPath:"#/properties/brand/enum",keyword:"enum",params:{allowedValues: schema18.properties.brand.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err14];
+}
+else {
+vErrors.push(err14);
+}
+errors++;
+}
+}
+if(data.name !== undefined){
+let data3 = data.name;
+if(typeof data3 !== "string"){
+const err15 = {instancePath:instancePath+"/name",schemaPath:"#/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err15];
+}
+else {
+vErrors.push(err15);
+}
+errors++;
+}
+if("doors.unlock" !== data3){
+const err16 = {instancePath:instancePath+"/name",schemaPath:"#/properties/name/const",keyword:"const",params:{allowedValue: "doors.unlock"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err16];
+}
+else {
+vErrors.push(err16);
+}
+errors++;
+}
+}
+if(data.args !== undefined){
+let data4 = data.args;
+if(data4 && typeof data4 == "object" && !Array.isArray(data4)){
+if(Object.keys(data4).length > 0){
+const err17 = {instancePath:instancePath+"/args",schemaPath:"#/properties/args/maxProperties",keyword:"maxProperties",params:{limit: 0},message:"must NOT have more than 0 properties"};
+if(vErrors === null){
+vErrors = [err17];
+}
+else {
+vErrors.push(err17);
+}
+errors++;
+}
+for(const key1 in data4){
+const err18 = {instancePath:instancePath+"/args",schemaPath:"#/properties/args/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err18];
+}
+else {
+vErrors.push(err18);
+}
+errors++;
+}
+}
+else {
+const err19 = {instancePath:instancePath+"/args",schemaPath:"#/properties/args/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err19];
+}
+else {
+vErrors.push(err19);
+}
+errors++;
+}
+}
+if(data.issued_at !== undefined){
+let data5 = data.issued_at;
+if(typeof data5 === "string"){
+if(!(formats2.validate(data5))){
+const err20 = {instancePath:instancePath+"/issued_at",schemaPath:"#/properties/issued_at/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
+if(vErrors === null){
+vErrors = [err20];
+}
+else {
+vErrors.push(err20);
+}
+errors++;
+}
+}
+else {
+const err21 = {instancePath:instancePath+"/issued_at",schemaPath:"#/properties/issued_at/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err21];
+}
+else {
+vErrors.push(err21);
+}
+errors++;
+}
+}
+if(data.expires_at !== undefined){
+let data6 = data.expires_at;
+if(typeof data6 === "string"){
+if(!(formats2.validate(data6))){
+const err22 = {instancePath:instancePath+"/expires_at",schemaPath:"#/properties/expires_at/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
+if(vErrors === null){
+vErrors = [err22];
+}
+else {
+vErrors.push(err22);
+}
+errors++;
+}
+}
+else {
+const err23 = {instancePath:instancePath+"/expires_at",schemaPath:"#/properties/expires_at/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err23];
+}
+else {
+vErrors.push(err23);
+}
+errors++;
+}
+}
+}
+else {
+const err24 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err24];
+}
+else {
+vErrors.push(err24);
+}
+errors++;
+}
+validate17.errors = vErrors;
+return errors === 0;
+}
+
+exports.validateCommandVariant3 = validate18;
+const schema19 = {"type":"object","description":"Install this version of a mini-app (a version in review state `published`), replacing another version of it.","additionalProperties":false,"required":["command_id","device_id","brand","name","args","issued_at","expires_at"],"properties":{"command_id":{"type":"string","format":"uuid","description":"Chosen by the service; the car's acknowledgements repeat it.","examples":["0b8e7c1e-3f5a-4c2d-9a41-6f0d2b7c9e15"]},"device_id":{"title":"DeviceId","description":"The full prefixed device identifier `<brand>:<native_id>`, for example\n`brand_a:1HGCM82633A004352`. It is split on its first `:`; the prefix must be a known\n`Brand` and the rest must match that brand's native-id format. In a URL path or query it\nis URL-encoded (the colon becomes `%3A`). Only MQTT topics carry the native id without\nits prefix.\n","type":"string","minLength":3,"maxLength":200,"examples":["brand_a:1HGCM82633A004352"]},"brand":{"title":"Brand","description":"The vehicle maker, as its lowercase wire string. It must agree with the prefix of the\n`device_id` it travels with. `x-native-id-patterns` gives, per brand, the format of the\nnative id that follows the prefix; `npm run generate` turns it into `generated/brands.ts`.\nFor every brand the native id is also free of `:`, `/`, `+`, `#`, whitespace and control\ncharacters, because on MQTT it becomes a topic segment.\n","type":"string","enum":["brand_a","brand_b","brand_c","brand_d"],"examples":["brand_a"]},"name":{"type":"string","const":"app.install"},"args":{"type":"object","additionalProperties":false,"required":["app_id","version"],"properties":{"app_id":{"title":"AppId","description":"A mini-app's id, in reverse-DNS form. The first submission of an id claims it for its developer.","type":"string","pattern":"^[a-z][a-z0-9-]*(\\.[a-z][a-z0-9-]*)+$","maxLength":200,"examples":["com.example.hello-car"]},"version":{"title":"Version","description":"A semantic version 2.0.0 (`1.4.0`, `2.0.0-beta.1`, `1.0.0+build.7`), exactly as semver.org's\ngrammar has it: no leading zeros in numeric identifiers, so `1.0.0-01` is not a version.\nVersions are ordered by semver precedence.\n","type":"string","pattern":"^(0|[1-9]\\d*)\\.(0|[1-9]\\d*)\\.(0|[1-9]\\d*)(?:-((?:0|[1-9]\\d*|\\d*[a-zA-Z-][0-9a-zA-Z-]*)(?:\\.(?:0|[1-9]\\d*|\\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?(?:\\+([0-9a-zA-Z-]+(?:\\.[0-9a-zA-Z-]+)*))?$","maxLength":100,"examples":["1.0.0"]}}},"issued_at":{"type":"string","format":"date-time","description":"When the service issued the command."},"expires_at":{"type":"string","format":"date-time","description":"After this time the car must not run the command but acknowledge it as `rejected` (detail\n`expired`), so that a car coming back online does not act on stale requests.\n"}}};
+
+function validate18(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+let vErrors = null;
+let errors = 0;
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.command_id === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "command_id"},message:"must have required property '"+"command_id"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.device_id === undefined){
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "device_id"},message:"must have required property '"+"device_id"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.brand === undefined){
+const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "brand"},message:"must have required property '"+"brand"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.name === undefined){
+const err3 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+if(data.args === undefined){
+const err4 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "args"},message:"must have required property '"+"args"+"'"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+if(data.issued_at === undefined){
+const err5 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "issued_at"},message:"must have required property '"+"issued_at"+"'"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+if(data.expires_at === undefined){
+const err6 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "expires_at"},message:"must have required property '"+"expires_at"+"'"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+for(const key0 in data){
+if(!(((((((key0 === "command_id") || (key0 === "device_id")) || (key0 === "brand")) || (key0 === "name")) || (key0 === "args")) || (key0 === "issued_at")) || (key0 === "expires_at"))){
+const err7 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.command_id !== undefined){
+let data0 = data.command_id;
+if(typeof data0 === "string"){
+if(!(formats0.test(data0))){
+const err8 = {instancePath:instancePath+"/command_id",schemaPath:"#/properties/command_id/format",keyword:"format",params:{format: "uuid"},message:"must match format \""+"uuid"+"\""};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+}
+else {
+const err9 = {instancePath:instancePath+"/command_id",schemaPath:"#/properties/command_id/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data.device_id !== undefined){
+let data1 = data.device_id;
+if(typeof data1 === "string"){
+if(func2(data1) > 200){
+const err10 = {instancePath:instancePath+"/device_id",schemaPath:"#/properties/device_id/maxLength",keyword:"maxLength",params:{limit: 200},message:"must NOT have more than 200 characters"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+if(func2(data1) < 3){
+const err11 = {instancePath:instancePath+"/device_id",schemaPath:"#/properties/device_id/minLength",keyword:"minLength",params:{limit: 3},message:"must NOT have fewer than 3 characters"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+}
+else {
+const err12 = {instancePath:instancePath+"/device_id",schemaPath:"#/properties/device_id/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err12];
+}
+else {
+vErrors.push(err12);
+}
+errors++;
+}
+}
+if(data.brand !== undefined){
+let data2 = data.brand;
+if(typeof data2 !== "string"){
+const err13 = {instancePath:instancePath+"/brand",schemaPath:"#/properties/brand/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err13];
+}
+else {
+vErrors.push(err13);
+}
+errors++;
+}
+if(!((((data2 === "brand_a") || (data2 === "brand_b")) || (data2 === "brand_c")) || (data2 === "brand_d"))){
+const err14 = {instancePath:instancePath+"/brand",schemaPath:"#/properties/brand/enum",keyword:"enum",params:{allowedValues: schema19.properties.brand.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err14];
+}
+else {
+vErrors.push(err14);
+}
+errors++;
+}
+}
+if(data.name !== undefined){
+let data3 = data.name;
+if(typeof data3 !== "string"){
+const err15 = {instancePath:instancePath+"/name",schemaPath:"#/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err15];
+}
+else {
+vErrors.push(err15);
+}
+errors++;
+}
+if("app.install" !== data3){
+const err16 = {instancePath:instancePath+"/name",schemaPath:"#/properties/name/const",keyword:"const",params:{allowedValue: "app.install"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err16];
+}
+else {
+vErrors.push(err16);
+}
+errors++;
+}
+}
+if(data.args !== undefined){
+let data4 = data.args;
+if(data4 && typeof data4 == "object" && !Array.isArray(data4)){
+if(data4.app_id === undefined){
+const err17 = {instancePath:instancePath+"/args",schemaPath:"#/properties/args/required",keyword:"required",params:{missingProperty: "app_id"},message:"must have required property '"+"app_id"+"'"};
+if(vErrors === null){
+vErrors = [err17];
+}
+else {
+vErrors.push(err17);
+}
+errors++;
+}
+if(data4.version === undefined){
+const err18 = {instancePath:instancePath+"/args",schemaPath:"#/properties/args/required",keyword:"required",params:{missingProperty: "version"},message:"must have required property '"+"version"+"'"};
+if(vErrors === null){
+vErrors = [err18];
+}
+else {
+vErrors.push(err18);
+}
+errors++;
+}
+for(const key1 in data4){
+if(!((key1 === "app_id") || (key1 === "version"))){
+const err19 = {instancePath:instancePath+"/args",schemaPath:"#/properties/args/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err19];
+}
+else {
+vErrors.push(err19);
+}
+errors++;
+}
+}
+if(data4.app_id !== undefined){
+let data5 = data4.app_id;
+if(typeof data5 === "string"){
+if(func2(data5) > 200){
+const err20 = {instancePath:instancePath+"/args/app_id",schemaPath:"#/properties/args/properties/app_id/maxLength",keyword:"maxLength",params:{limit: 200},message:"must NOT have more than 200 characters"};
+if(vErrors === null){
+vErrors = [err20];
+}
+else {
+vErrors.push(err20);
+}
+errors++;
+}
+if(!pattern1.test(data5)){
+const err21 = {instancePath:instancePath+"/args/app_id",schemaPath:"#/properties/args/properties/app_id/pattern",keyword:"pattern",params:{pattern: "^[a-z][a-z0-9-]*(\\.[a-z][a-z0-9-]*)+$"},message:"must match pattern \""+"^[a-z][a-z0-9-]*(\\.[a-z][a-z0-9-]*)+$"+"\""};
+if(vErrors === null){
+vErrors = [err21];
+}
+else {
+vErrors.push(err21);
+}
+errors++;
+}
+}
+else {
+const err22 = {instancePath:instancePath+"/args/app_id",schemaPath:"#/properties/args/properties/app_id/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err22];
+}
+else {
+vErrors.push(err22);
+}
+errors++;
+}
+}
+if(data4.version !== undefined){
+let data6 = data4.version;
+if(typeof data6 === "string"){
+if(func2(data6) > 100){
+const err23 = {instancePath:instancePath+"/args/version",schemaPath:"#/properties/args/properties/version/maxLength",keyword:"maxLength",params:{limit: 100},message:"must NOT have more than 100 characters"};
+if(vErrors === null){
+vErrors = [err23];
+}
+else {
+vErrors.push(err23);
+}
+errors++;
+}
+if(!pattern2.test(data6)){
+const err24 = {instancePath:instancePath+"/args/version",schemaPath:"#/properties/args/properties/version/pattern",keyword:"pattern",params:{pattern: "^(0|[1-9]\\d*)\\.(0|[1-9]\\d*)\\.(0|[1-9]\\d*)(?:-((?:0|[1-9]\\d*|\\d*[a-zA-Z-][0-9a-zA-Z-]*)(?:\\.(?:0|[1-9]\\d*|\\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?(?:\\+([0-9a-zA-Z-]+(?:\\.[0-9a-zA-Z-]+)*))?$"},message:"must match pattern \""+"^(0|[1-9]\\d*)\\.(0|[1-9]\\d*)\\.(0|[1-9]\\d*)(?:-((?:0|[1-9]\\d*|\\d*[a-zA-Z-][0-9a-zA-Z-]*)(?:\\.(?:0|[1-9]\\d*|\\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?(?:\\+([0-9a-zA-Z-]+(?:\\.[0-9a-zA-Z-]+)*))?$"+"\""};
+if(vErrors === null){
+vErrors = [err24];
+}
+else {
+vErrors.push(err24);
+}
+errors++;
+}
+}
+else {
+const err25 = {instancePath:instancePath+"/args/version",schemaPath:"#/properties/args/properties/version/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err25];
+}
+else {
+vErrors.push(err25);
+}
+errors++;
+}
+}
+}
+else {
+const err26 = {instancePath:instancePath+"/args",schemaPath:"#/properties/args/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err26];
+}
+else {
+vErrors.push(err26);
+}
+errors++;
+}
+}
+if(data.issued_at !== undefined){
+let data7 = data.issued_at;
+if(typeof data7 === "string"){
+if(!(formats2.validate(data7))){
+const err27 = {instancePath:instancePath+"/issued_at",schemaPath:"#/properties/issued_at/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
+if(vErrors === null){
+vErrors = [err27];
+}
+else {
+vErrors.push(err27);
+}
+errors++;
+}
+}
+else {
+const err28 = {instancePath:instancePath+"/issued_at",schemaPath:"#/properties/issued_at/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err28];
+}
+else {
+vErrors.push(err28);
+}
+errors++;
+}
+}
+if(data.expires_at !== undefined){
+let data8 = data.expires_at;
+if(typeof data8 === "string"){
+if(!(formats2.validate(data8))){
+const err29 = {instancePath:instancePath+"/expires_at",schemaPath:"#/properties/expires_at/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
+if(vErrors === null){
+vErrors = [err29];
+}
+else {
+vErrors.push(err29);
+}
+errors++;
+}
+}
+else {
+const err30 = {instancePath:instancePath+"/expires_at",schemaPath:"#/properties/expires_at/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err30];
+}
+else {
+vErrors.push(err30);
+}
+errors++;
+}
+}
+}
+else {
+const err31 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err31];
+}
+else {
+vErrors.push(err31);
+}
+errors++;
+}
+validate18.errors = vErrors;
+return errors === 0;
+}
+
+exports.validateCommandVariant4 = validate19;
+const schema20 = {"type":"object","description":"Remove a mini-app from the car.","additionalProperties":false,"required":["command_id","device_id","brand","name","args","issued_at","expires_at"],"properties":{"command_id":{"type":"string","format":"uuid","description":"Chosen by the service; the car's acknowledgements repeat it.","examples":["0b8e7c1e-3f5a-4c2d-9a41-6f0d2b7c9e15"]},"device_id":{"title":"DeviceId","description":"The full prefixed device identifier `<brand>:<native_id>`, for example\n`brand_a:1HGCM82633A004352`. It is split on its first `:`; the prefix must be a known\n`Brand` and the rest must match that brand's native-id format. In a URL path or query it\nis URL-encoded (the colon becomes `%3A`). Only MQTT topics carry the native id without\nits prefix.\n","type":"string","minLength":3,"maxLength":200,"examples":["brand_a:1HGCM82633A004352"]},"brand":{"title":"Brand","description":"The vehicle maker, as its lowercase wire string. It must agree with the prefix of the\n`device_id` it travels with. `x-native-id-patterns` gives, per brand, the format of the\nnative id that follows the prefix; `npm run generate` turns it into `generated/brands.ts`.\nFor every brand the native id is also free of `:`, `/`, `+`, `#`, whitespace and control\ncharacters, because on MQTT it becomes a topic segment.\n","type":"string","enum":["brand_a","brand_b","brand_c","brand_d"],"examples":["brand_a"]},"name":{"type":"string","const":"app.uninstall"},"args":{"type":"object","additionalProperties":false,"required":["app_id"],"properties":{"app_id":{"title":"AppId","description":"A mini-app's id, in reverse-DNS form. The first submission of an id claims it for its developer.","type":"string","pattern":"^[a-z][a-z0-9-]*(\\.[a-z][a-z0-9-]*)+$","maxLength":200,"examples":["com.example.hello-car"]}}},"issued_at":{"type":"string","format":"date-time","description":"When the service issued the command."},"expires_at":{"type":"string","format":"date-time","description":"After this time the car must not run the command but acknowledge it as `rejected` (detail\n`expired`), so that a car coming back online does not act on stale requests.\n"}}};
+
+function validate19(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+let vErrors = null;
+let errors = 0;
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.command_id === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "command_id"},message:"must have required property '"+"command_id"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.device_id === undefined){
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "device_id"},message:"must have required property '"+"device_id"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.brand === undefined){
+const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "brand"},message:"must have required property '"+"brand"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.name === undefined){
+const err3 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+if(data.args === undefined){
+const err4 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "args"},message:"must have required property '"+"args"+"'"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+if(data.issued_at === undefined){
+const err5 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "issued_at"},message:"must have required property '"+"issued_at"+"'"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+if(data.expires_at === undefined){
+const err6 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "expires_at"},message:"must have required property '"+"expires_at"+"'"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+for(const key0 in data){
+if(!(((((((key0 === "command_id") || (key0 === "device_id")) || (key0 === "brand")) || (key0 === "name")) || (key0 === "args")) || (key0 === "issued_at")) || (key0 === "expires_at"))){
+const err7 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.command_id !== undefined){
+let data0 = data.command_id;
+if(typeof data0 === "string"){
+if(!(formats0.test(data0))){
+const err8 = {instancePath:instancePath+"/command_id",schemaPath:"#/properties/command_id/format",keyword:"format",params:{format: "uuid"},message:"must match format \""+"uuid"+"\""};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+}
+else {
+const err9 = {instancePath:instancePath+"/command_id",schemaPath:"#/properties/command_id/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data.device_id !== undefined){
+let data1 = data.device_id;
+if(typeof data1 === "string"){
+if(func2(data1) > 200){
+const err10 = {instancePath:instancePath+"/device_id",schemaPath:"#/properties/device_id/maxLength",keyword:"maxLength",params:{limit: 200},message:"must NOT have more than 200 characters"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+if(func2(data1) < 3){
+const err11 = {instancePath:instancePath+"/device_id",schemaPath:"#/properties/device_id/minLength",keyword:"minLength",params:{limit: 3},message:"must NOT have fewer than 3 characters"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+}
+else {
+const err12 = {instancePath:instancePath+"/device_id",schemaPath:"#/properties/device_id/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err12];
+}
+else {
+vErrors.push(err12);
+}
+errors++;
+}
+}
+if(data.brand !== undefined){
+let data2 = data.brand;
+if(typeof data2 !== "string"){
+const err13 = {instancePath:instancePath+"/brand",schemaPath:"#/properties/brand/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err13];
+}
+else {
+vErrors.push(err13);
+}
+errors++;
+}
+if(!((((data2 === "brand_a") || (data2 === "brand_b")) || (data2 === "brand_c")) || (data2 === "brand_d"))){
+const err14 = {instancePath:instancePath+"/brand",schemaPath:"#/properties/brand/enum",keyword:"enum",params:{allowedValues: schema20.properties.brand.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err14];
+}
+else {
+vErrors.push(err14);
+}
+errors++;
+}
+}
+if(data.name !== undefined){
+let data3 = data.name;
+if(typeof data3 !== "string"){
+const err15 = {instancePath:instancePath+"/name",schemaPath:"#/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err15];
+}
+else {
+vErrors.push(err15);
+}
+errors++;
+}
+if("app.uninstall" !== data3){
+const err16 = {instancePath:instancePath+"/name",schemaPath:"#/properties/name/const",keyword:"const",params:{allowedValue: "app.uninstall"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err16];
+}
+else {
+vErrors.push(err16);
+}
+errors++;
+}
+}
+if(data.args !== undefined){
+let data4 = data.args;
+if(data4 && typeof data4 == "object" && !Array.isArray(data4)){
+if(data4.app_id === undefined){
+const err17 = {instancePath:instancePath+"/args",schemaPath:"#/properties/args/required",keyword:"required",params:{missingProperty: "app_id"},message:"must have required property '"+"app_id"+"'"};
+if(vErrors === null){
+vErrors = [err17];
+}
+else {
+vErrors.push(err17);
+}
+errors++;
+}
+for(const key1 in data4){
+if(!(key1 === "app_id")){
+const err18 = {instancePath:instancePath+"/args",schemaPath:"#/properties/args/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err18];
+}
+else {
+vErrors.push(err18);
+}
+errors++;
+}
+}
+if(data4.app_id !== undefined){
+let data5 = data4.app_id;
+if(typeof data5 === "string"){
+if(func2(data5) > 200){
+const err19 = {instancePath:instancePath+"/args/app_id",schemaPath:"#/properties/args/properties/app_id/maxLength",keyword:"maxLength",params:{limit: 200},message:"must NOT have more than 200 characters"};
+if(vErrors === null){
+vErrors = [err19];
+}
+else {
+vErrors.push(err19);
+}
+errors++;
+}
+if(!pattern1.test(data5)){
+const err20 = {instancePath:instancePath+"/args/app_id",schemaPath:"#/properties/args/properties/app_id/pattern",keyword:"pattern",params:{pattern: "^[a-z][a-z0-9-]*(\\.[a-z][a-z0-9-]*)+$"},message:"must match pattern \""+"^[a-z][a-z0-9-]*(\\.[a-z][a-z0-9-]*)+$"+"\""};
+if(vErrors === null){
+vErrors = [err20];
+}
+else {
+vErrors.push(err20);
+}
+errors++;
+}
+}
+else {
+const err21 = {instancePath:instancePath+"/args/app_id",schemaPath:"#/properties/args/properties/app_id/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err21];
+}
+else {
+vErrors.push(err21);
+}
+errors++;
+}
+}
+}
+else {
+const err22 = {instancePath:instancePath+"/args",schemaPath:"#/properties/args/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err22];
+}
+else {
+vErrors.push(err22);
+}
+errors++;
+}
+}
+if(data.issued_at !== undefined){
+let data6 = data.issued_at;
+if(typeof data6 === "string"){
+if(!(formats2.validate(data6))){
+const err23 = {instancePath:instancePath+"/issued_at",schemaPath:"#/properties/issued_at/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
+if(vErrors === null){
+vErrors = [err23];
+}
+else {
+vErrors.push(err23);
+}
+errors++;
+}
+}
+else {
+const err24 = {instancePath:instancePath+"/issued_at",schemaPath:"#/properties/issued_at/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err24];
+}
+else {
+vErrors.push(err24);
+}
+errors++;
+}
+}
+if(data.expires_at !== undefined){
+let data7 = data.expires_at;
+if(typeof data7 === "string"){
+if(!(formats2.validate(data7))){
+const err25 = {instancePath:instancePath+"/expires_at",schemaPath:"#/properties/expires_at/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
+if(vErrors === null){
+vErrors = [err25];
+}
+else {
+vErrors.push(err25);
+}
+errors++;
+}
+}
+else {
+const err26 = {instancePath:instancePath+"/expires_at",schemaPath:"#/properties/expires_at/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err26];
+}
+else {
+vErrors.push(err26);
+}
+errors++;
+}
+}
+}
+else {
+const err27 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err27];
+}
+else {
+vErrors.push(err27);
+}
+errors++;
+}
+validate19.errors = vErrors;
+return errors === 0;
+}
+
 exports.payloadValidators = {
   "cmd": exports.validateCarCommand,
   "cmd/ack": exports.validateCarCommandAck,
   "status": exports.validateCarStatusReport,
   "telemetry": exports.validateCarTelemetry,
   "presence": exports.validateCarPresence,
+};
+exports.commandValidators = {
+  "pairing.show_code": exports.validateCommandVariant0,
+  "doors.lock": exports.validateCommandVariant1,
+  "doors.unlock": exports.validateCommandVariant2,
+  "app.install": exports.validateCommandVariant3,
+  "app.uninstall": exports.validateCommandVariant4,
 };

@@ -20,3 +20,8 @@ export declare const validateCarPresence: PayloadValidator<CarPresence>;
 export declare const payloadValidators: {
   readonly [S in keyof CarTopicPayloads]: PayloadValidator<CarTopicPayloads[S]>;
 };
+
+/** The validator of each command (a variant of the `cmd` payload), by its name. */
+export declare const commandValidators: {
+  readonly [N in CarCommand['name']]: PayloadValidator<Extract<CarCommand, { name: N }>>;
+};

@@ -29,36 +29,116 @@ interface components {
          * @example brand_a:1HGCM82633A004352
          */
         DeviceId: string;
-        /** @description A command for one car. Its arguments depend on its name. */
-        CarCommand: {
-            /**
-             * Format: uuid
-             * @description Chosen by the service; the car's acknowledgements repeat it.
-             * @example 0b8e7c1e-3f5a-4c2d-9a41-6f0d2b7c9e15
-             */
-            command_id: string;
+        /**
+         * @description A command for one car: `name` says which, and fixes the shape of `args`. The car
+         *     de-duplicates by `command_id` (it may receive a command more than once, always with the
+         *     same id) and rejects a name it does not know.
+         */
+        CarCommand: components["schemas"]["PairingShowCodeCommand"] | components["schemas"]["DoorsLockCommand"] | components["schemas"]["DoorsUnlockCommand"] | components["schemas"]["AppInstallCommand"] | components["schemas"]["AppUninstallCommand"];
+        /** @description Show this one-time pairing code to the people in the car until `expires_at`. Only the service sends it. */
+        PairingShowCodeCommand: {
+            command_id: components["schemas"]["CommandId"];
             device_id: components["schemas"]["DeviceId"];
             brand: components["schemas"]["Brand"];
+            /** @constant */
+            name: "pairing.show_code";
+            args: components["schemas"]["PairingShowCodeArgs"];
+            issued_at: components["schemas"]["IssuedAt"];
+            expires_at: components["schemas"]["ExpiresAt"];
+        };
+        /** @description Lock the doors. */
+        DoorsLockCommand: {
+            command_id: components["schemas"]["CommandId"];
+            device_id: components["schemas"]["DeviceId"];
+            brand: components["schemas"]["Brand"];
+            /** @constant */
+            name: "doors.lock";
+            args: components["schemas"]["NoArgs"];
+            issued_at: components["schemas"]["IssuedAt"];
+            expires_at: components["schemas"]["ExpiresAt"];
+        };
+        /** @description Unlock the doors. */
+        DoorsUnlockCommand: {
+            command_id: components["schemas"]["CommandId"];
+            device_id: components["schemas"]["DeviceId"];
+            brand: components["schemas"]["Brand"];
+            /** @constant */
+            name: "doors.unlock";
+            args: components["schemas"]["NoArgs"];
+            issued_at: components["schemas"]["IssuedAt"];
+            expires_at: components["schemas"]["ExpiresAt"];
+        };
+        /** @description Install this version of a mini-app (a version in review state `published`), replacing another version of it. */
+        AppInstallCommand: {
+            command_id: components["schemas"]["CommandId"];
+            device_id: components["schemas"]["DeviceId"];
+            brand: components["schemas"]["Brand"];
+            /** @constant */
+            name: "app.install";
+            args: components["schemas"]["AppInstallArgs"];
+            issued_at: components["schemas"]["IssuedAt"];
+            expires_at: components["schemas"]["ExpiresAt"];
+        };
+        /** @description Remove a mini-app from the car. */
+        AppUninstallCommand: {
+            command_id: components["schemas"]["CommandId"];
+            device_id: components["schemas"]["DeviceId"];
+            brand: components["schemas"]["Brand"];
+            /** @constant */
+            name: "app.uninstall";
+            args: components["schemas"]["AppUninstallArgs"];
+            issued_at: components["schemas"]["IssuedAt"];
+            expires_at: components["schemas"]["ExpiresAt"];
+        };
+        /**
+         * Format: uuid
+         * @description Chosen by the service; the car's acknowledgements repeat it.
+         * @example 0b8e7c1e-3f5a-4c2d-9a41-6f0d2b7c9e15
+         */
+        CommandId: string;
+        /**
+         * Format: date-time
+         * @description When the service issued the command.
+         */
+        IssuedAt: string;
+        /**
+         * Format: date-time
+         * @description After this time the car must not run the command but acknowledge it as `rejected` (detail
+         *     `expired`), so that a car coming back online does not act on stale requests.
+         */
+        ExpiresAt: string;
+        /** @description No arguments. */
+        NoArgs: Record<string, never>;
+        PairingShowCodeArgs: {
             /**
-             * @description What the car is asked to do. The car rejects a name it does not know.
-             * @example doors.lock
+             * @description The 8-digit one-time code to show; whoever types it into their account pairs the car.
+             * @example 40172958
              */
-            name: string;
-            /** @description The arguments of the command, as the command's name defines them; `{}` when it takes none. */
-            args: {
-                [key: string]: unknown;
-            };
+            code: string;
+        };
+        AppInstallArgs: {
             /**
-             * Format: date-time
-             * @description When the service issued the command.
+             * AppId
+             * @description A mini-app's id, in reverse-DNS form. The first submission of an id claims it for its developer.
+             * @example com.example.hello-car
              */
-            issued_at: string;
+            app_id: string;
             /**
-             * Format: date-time
-             * @description After this time the car must not run the command but acknowledge it as `rejected`,
-             *     so that a car coming back online does not act on stale requests. No expiry when absent.
+             * Version
+             * @description A semantic version 2.0.0 (`1.4.0`, `2.0.0-beta.1`, `1.0.0+build.7`), exactly as semver.org's
+             *     grammar has it: no leading zeros in numeric identifiers, so `1.0.0-01` is not a version.
+             *     Versions are ordered by semver precedence.
+             * @example 1.0.0
              */
-            expires_at?: string;
+            version: string;
+        };
+        AppUninstallArgs: {
+            /**
+             * AppId
+             * @description A mini-app's id, in reverse-DNS form. The first submission of an id claims it for its developer.
+             * @example com.example.hello-car
+             */
+            app_id: string;
         };
         /** @description What one car did with one command. A command may be acknowledged more than once. */
         CarCommandAck: {

@@ -405,10 +405,23 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Pair a car with me
-         * @description Makes the caller the owner of the provisioned car. Pairing a car one already owns is
-         *     harmless; a car owned by someone else is 409. An optional `brand` in the body must agree
-         *     with the device id's prefix.
+         * Pair a car with me, with a code the car shows
+         * @description Pairing proves presence in the car: knowing its device id (printed on the windshield) is not
+         *     enough. Two steps:
+         *
+         *     1. Without a body, or without `code`: the service sends the car the command
+         *        `pairing.show_code` with a one-time 8-digit code and answers 202 with when the code expires
+         *        (5 minutes). A car has one live code at a time: asking again while one is live answers 202
+         *        with that code's command and expiry and sends nothing new. A car that is offline gets the
+         *        command when it comes back, while the code lives.
+         *     2. With `{code}`: the code the car shows. Right, and the caller is the owner (200, the car with
+         *        `owner_id`). Each code allows 5 tries; then it is spent and a new one must be asked for.
+         *
+         *     Whoever types the code the car shows pairs it, whoever asked for the code. Asking again as the
+         *     car's owner answers 200 with the car and sends nothing. A car owned by someone else is 409
+         *     `car_already_paired`. A wrong code is 422 `wrong_pairing_code`, an expired one 422
+         *     `pairing_code_expired`, one with its 5 tries spent 422 `pairing_code_spent`, and a code when
+         *     none was asked for 422 `no_pairing_code`.
          */
         post: operations["pairCar"];
         delete?: never;
@@ -436,7 +449,8 @@ export interface paths {
         put?: never;
         /**
          * Unpair a car
-         * @description Ends the pairing; the owner or an admin may do it. A car that is not paired is 409.
+         * @description Ends the pairing; the owner or an admin may do it. A car that is not paired is 409
+         *     `car_not_paired`; anyone else gets 404, as for a car that does not exist.
          */
         post: operations["unpairCar"];
         delete?: never;
@@ -532,10 +546,79 @@ export interface paths {
         put?: never;
         /**
          * Transfer a car to another account
-         * @description Moves ownership to `to_user` in one step; the owner or an admin may do it. An unknown
-         *     account is 404; a car that is not paired is 409.
+         * @description Moves ownership to `to_user` in one step; only the owner may do it (an admin who is not the
+         *     owner is 403 `not_owner`; an admin can unpair instead). The old owner then sees the car as
+         *     anyone else does: 404. An account `to_user` that does not exist is 422 `unknown_account`;
+         *     transferring to oneself changes nothing and answers 200.
          */
         post: operations["transferCar"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/cars/{device_id}/commands": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The full prefixed device id `<brand>:<native_id>`, URL-encoded: the colon becomes `%3A`
+                 *     (`brand_a%3A1HGCM82633A004352`). A malformed id is answered with 422 and a `code` of
+                 *     `missing_prefix`, `unknown_brand` or `invalid_native_id`.
+                 * @example brand_a:1HGCM82633A004352
+                 */
+                device_id: components["parameters"]["DeviceIdPath"];
+            };
+            cookie?: never;
+        };
+        /**
+         * A car's recent commands
+         * @description The car's commands, newest first, for its owner and admins (anyone else gets 404).
+         */
+        get: operations["listCarCommands"];
+        put?: never;
+        /**
+         * Send a command to a car
+         * @description For the car's owner and admins (anyone else: 404). The command is written first and published
+         *     to the car (MQTT QoS 1, on `cars/{brand}/{native_id}/cmd`) as soon as the broker is reachable:
+         *     a car that is offline gets it when it reconnects, and a broker restart loses nothing. The car
+         *     may see a command again, always with the same `command_id`, and runs it at most once. Follow it
+         *     with `GET …/commands/{command_id}`. `app.install` of a version that is not `published` is 409
+         *     `version_not_published`; an app or version that does not exist is 404.
+         */
+        post: operations["createCarCommand"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/cars/{device_id}/commands/{command_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The full prefixed device id `<brand>:<native_id>`, URL-encoded: the colon becomes `%3A`
+                 *     (`brand_a%3A1HGCM82633A004352`). A malformed id is answered with 422 and a `code` of
+                 *     `missing_prefix`, `unknown_brand` or `invalid_native_id`.
+                 * @example brand_a:1HGCM82633A004352
+                 */
+                device_id: components["parameters"]["DeviceIdPath"];
+                /** @description The `command_id` the service gave the command. */
+                command_id: components["parameters"]["CommandIdPath"];
+            };
+            cookie?: never;
+        };
+        /**
+         * One command and where it is
+         * @description For the car's owner and admins. A command of another car, or one that does not exist, is 404.
+         */
+        get: operations["getCarCommand"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -1420,14 +1503,19 @@ export interface components {
             reported_at: string | null;
         };
         /**
-         * CarBrandAssertion
-         * @description Optional body of a vehicle command: the caller's belief about the car's brand. When given,
-         *     it must agree with the prefix of the `device_id` in the path (else 422 `brand_mismatch`).
+         * PairRequest
+         * @description Without `code`: ask the car to show a pairing code. With `code`: the code the car shows, to pair.
+         * @example {}
          * @example {
-         *       "brand": "brand_a"
+         *       "code": "40172958"
          *     }
          */
-        CarBrandAssertion: {
+        PairRequest: {
+            /**
+             * @description The 8-digit code the car shows, as typed; spaces and dashes between digits are ignored.
+             * @example 40172958
+             */
+            code?: string;
             brand?: components["schemas"]["Brand"];
         };
         /**
@@ -1453,6 +1541,43 @@ export interface components {
             paired_at: string | null;
             /** Format: date-time */
             provisioned_at: string;
+        };
+        /**
+         * PairingCodeSent
+         * @description The car was sent a one-time pairing code to show (the command `pairing.show_code`); send it back
+         *     with `POST …/pair {code}` before `expires_at`. A car that is offline gets the command when it
+         *     comes back, if that is before `expires_at`.
+         * @example {
+         *       "device_id": "brand_a:1HGCM82633A004352",
+         *       "brand": "brand_a",
+         *       "command_id": "0b8e7c1e-3f5a-4c2d-9a41-6f0d2b7c9e15",
+         *       "expires_at": "2026-11-23T09:35:00Z"
+         *     }
+         */
+        PairingCodeSent: {
+            device_id: components["schemas"]["DeviceId"];
+            brand: components["schemas"]["Brand"];
+            /**
+             * Format: uuid
+             * @description The `pairing.show_code` command that carries the code.
+             */
+            command_id: string;
+            /**
+             * Format: date-time
+             * @description When the code stops being accepted (5 minutes after it was made).
+             */
+            expires_at: string;
+        };
+        /**
+         * CarBrandAssertion
+         * @description Optional body of a vehicle command: the caller's belief about the car's brand. When given,
+         *     it must agree with the prefix of the `device_id` in the path (else 422 `brand_mismatch`).
+         * @example {
+         *       "brand": "brand_a"
+         *     }
+         */
+        CarBrandAssertion: {
+            brand?: components["schemas"]["Brand"];
         };
         /**
          * CarStatus
@@ -1525,6 +1650,99 @@ export interface components {
              * @description The account id of the new owner.
              */
             to_user: string;
+            brand?: components["schemas"]["Brand"];
+        };
+        /**
+         * CommandState
+         * @description Where a command is. `queued`: written, not yet published to the car; `sent`: published (QoS 1)
+         *     and not yet acknowledged; `accepted`: the car received it and is about to run it; `completed`,
+         *     `failed`, `rejected` (the car will not run it) and `expired` (not acknowledged as run before its
+         *     `expires_at`) are final.
+         * @enum {string}
+         */
+        CommandState: "queued" | "sent" | "accepted" | "completed" | "failed" | "rejected" | "expired";
+        /**
+         * Command
+         * @description A command for one car, and where it is.
+         * @example {
+         *       "command_id": "0b8e7c1e-3f5a-4c2d-9a41-6f0d2b7c9e15",
+         *       "device_id": "brand_a:1HGCM82633A004352",
+         *       "brand": "brand_a",
+         *       "name": "doors.lock",
+         *       "args": {},
+         *       "state": "completed",
+         *       "detail": null,
+         *       "created_at": "2026-11-23T09:30:00Z",
+         *       "updated_at": "2026-11-23T09:30:01Z",
+         *       "expires_at": "2026-11-23T09:35:00Z"
+         *     }
+         */
+        Command: {
+            /**
+             * Format: uuid
+             * @description The car acknowledges with the same id; it runs a command at most once per id.
+             */
+            command_id: string;
+            device_id: components["schemas"]["DeviceId"];
+            brand: components["schemas"]["Brand"];
+            /** @example doors.lock */
+            name: string;
+            args: Record<string, never>;
+            state: components["schemas"]["CommandState"];
+            /** @description The car's reason for `rejected` or `failed`, or why it `expired`; null otherwise. */
+            detail: string | null;
+            /** Format: date-time */
+            created_at: string;
+            /**
+             * Format: date-time
+             * @description When the state last moved.
+             */
+            updated_at: string;
+            /** Format: date-time */
+            expires_at: string;
+        };
+        /**
+         * CommandList
+         * @description A car's commands, newest first.
+         */
+        CommandList: {
+            commands: components["schemas"]["Command"][];
+            /** @description Pass as `cursor` for the next (older) page; null on the last page. */
+            next_cursor: string | null;
+        };
+        /**
+         * CommandRequest
+         * @description A command for one car. `name` is one of `doors.lock`, `doors.unlock` (no arguments: `{}`),
+         *     `app.install` (`{app_id, version}`: a version in review state `published`) and `app.uninstall`
+         *     (`{app_id}`); the arguments of each are the `cmd` payload's in the AsyncAPI contract
+         *     (`/asyncapi.yaml`, `CarCommand`). `pairing.show_code` is sent only by the service. An unknown
+         *     name is 422 `unknown_command`, arguments that do not fit it 422 `invalid_command_args`, both
+         *     before anything is sent.
+         * @example {
+         *       "name": "doors.lock"
+         *     }
+         * @example {
+         *       "name": "app.install",
+         *       "args": {
+         *         "app_id": "com.example.parking",
+         *         "version": "1.4.2"
+         *       },
+         *       "ttl_seconds": 3600
+         *     }
+         */
+        CommandRequest: {
+            /** @example doors.lock */
+            name: string;
+            /**
+             * @description The command's arguments; `{}` (the default) for a command that takes none.
+             * @default {}
+             */
+            args: Record<string, never>;
+            /**
+             * @description How long the car may still run the command; after that it is `expired`.
+             * @default 300
+             */
+            ttl_seconds: number;
             brand?: components["schemas"]["Brand"];
         };
         /**
@@ -1783,7 +2001,7 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
-        /** @description The request is well-formed but its content cannot be accepted (for example a key that is not ed25519, a package that fails its checks, a reason missing). */
+        /** @description The request is well-formed but its content cannot be accepted (for example a key that is not ed25519, a package that fails its checks, a reason missing, an `Idempotency-Key` used before with another body: `idempotency_key_reused`, a transfer to an account that does not exist: `unknown_account`). */
         UnprocessableEntity: {
             headers: {
                 [name: string]: unknown;
@@ -1902,7 +2120,7 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
-        /** @description The request clashes with the current state (already exists, already used, a move the review states do not allow). */
+        /** @description The request clashes with the current state (already exists, already used, a move the review states do not allow, a car paired with someone else), or a request with the same `Idempotency-Key` is still running (`idempotency_key_in_use`: retry after a moment). */
         Conflict: {
             headers: {
                 [name: string]: unknown;
@@ -1952,6 +2170,36 @@ export interface components {
             };
         };
         /**
+         * @description The pairing cannot go on. `code` says why: `wrong_pairing_code` (not the code the car shows; each
+         *     code allows 5 tries), `pairing_code_spent` (its 5 tries are used: ask for a new one),
+         *     `pairing_code_expired` (older than 5 minutes: ask for a new one), `no_pairing_code` (none was
+         *     asked for: send the request without `code` first), `idempotency_key_reused` (see the
+         *     `Idempotency-Key` header), or one of the device-id codes (`missing_prefix`, `unknown_brand`,
+         *     `invalid_native_id`, `brand_mismatch`).
+         */
+        UnprocessablePairing: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /**
+         * @description The command cannot be sent. `code` says why: `unknown_command` (not a name a caller may send),
+         *     `invalid_command_args` (the arguments do not fit the command; `errors` says where),
+         *     `idempotency_key_reused` (see the `Idempotency-Key` header), or one of the device-id codes
+         *     (`missing_prefix`, `unknown_brand`, `invalid_native_id`, `brand_mismatch`).
+         */
+        UnprocessableCommand: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /**
          * @description This service does not offer the operation yet: it is in the contract so that clients can be
          *     built against it, and answers 501 until it is implemented.
          */
@@ -1988,6 +2236,16 @@ export interface components {
          *     exactly as issued; another encoding of the same bytes is refused (403).
          */
         UploadSignature: string;
+        /**
+         * @description Makes a retry safe. The first request with a key is carried out and its answer kept for 24
+         *     hours; a request with the same key and the same body (and the same path) within that time gets
+         *     that answer again, with the header `Idempotent-Replayed: true`, and changes nothing. The same key
+         *     with another body or path is 422 `idempotency_key_reused`; a request while the first with its key
+         *     is still running is 409 `idempotency_key_in_use` (retry after a moment). Keys are per account: two
+         *     accounts never share one. Any printable ASCII, 1 to 255 characters; a random UUID is a good key.
+         * @example 5f0c6a2e-8d1b-4f7a-9c3e-2b1d0a9f8e7c
+         */
+        IdempotencyKey: string;
         /** @description The id of the mini-app version. */
         VersionId: string;
         /**
@@ -1998,19 +2256,21 @@ export interface components {
          */
         DeviceIdPath: string;
         /**
+         * @description Where the page starts: the `next_cursor` of the page before, as given. Opaque; a cursor that is
+         *     not one is answered with 400 `invalid_cursor`.
+         */
+        PageCursor: string;
+        /** @description The most items one page holds. */
+        PageLimit: number;
+        /** @description The `command_id` the service gave the command. */
+        CommandIdPath: string;
+        /**
          * @description Only the car with this full prefixed device id, URL-encoded (`brand_a%3A1HGCM82633A004352`)
          *     or not (`brand_a:1HGCM82633A004352`: a `:` is allowed in a query). A malformed id is answered
          *     with 422 and its `code`.
          * @example brand_a:1HGCM82633A004352
          */
         DeviceIdQuery: string;
-        /** @description The most items one page holds. */
-        PageLimit: number;
-        /**
-         * @description Where the page starts: the `next_cursor` of the page before, as given. Opaque; a cursor that is
-         *     not one is answered with 400 `invalid_cursor`.
-         */
-        PageCursor: string;
         BrandPath: components["schemas"]["Brand"];
         ConnectorNamePath: components["schemas"]["ConnectorName"];
     };
@@ -2375,7 +2635,18 @@ export interface operations {
     submitMiniApp: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retry safe. The first request with a key is carried out and its answer kept for 24
+                 *     hours; a request with the same key and the same body (and the same path) within that time gets
+                 *     that answer again, with the header `Idempotent-Replayed: true`, and changes nothing. The same key
+                 *     with another body or path is 422 `idempotency_key_reused`; a request while the first with its key
+                 *     is still running is 409 `idempotency_key_in_use` (retry after a moment). Keys are per account: two
+                 *     accounts never share one. Any printable ASCII, 1 to 255 characters; a random UUID is a good key.
+                 * @example 5f0c6a2e-8d1b-4f7a-9c3e-2b1d0a9f8e7c
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -2555,7 +2826,18 @@ export interface operations {
     pairCar: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retry safe. The first request with a key is carried out and its answer kept for 24
+                 *     hours; a request with the same key and the same body (and the same path) within that time gets
+                 *     that answer again, with the header `Idempotent-Replayed: true`, and changes nothing. The same key
+                 *     with another body or path is 422 `idempotency_key_reused`; a request while the first with its key
+                 *     is still running is 409 `idempotency_key_in_use` (retry after a moment). Keys are per account: two
+                 *     accounts never share one. Any printable ASCII, 1 to 255 characters; a random UUID is a good key.
+                 * @example 5f0c6a2e-8d1b-4f7a-9c3e-2b1d0a9f8e7c
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /**
                  * @description The full prefixed device id `<brand>:<native_id>`, URL-encoded: the colon becomes `%3A`
@@ -2569,7 +2851,7 @@ export interface operations {
         };
         requestBody?: {
             content: {
-                "application/json": components["schemas"]["CarBrandAssertion"];
+                "application/json": components["schemas"]["PairRequest"];
             };
         };
         responses: {
@@ -2582,17 +2864,24 @@ export interface operations {
                     "application/json": components["schemas"]["Car"];
                 };
             };
+            /** @description The car was sent a pairing code to show; send it back before `expires_at`. */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PairingCodeSent"];
+                };
+            };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
-            422: components["responses"]["UnprocessableDeviceId"];
+            422: components["responses"]["UnprocessablePairing"];
             426: components["responses"]["UpgradeRequired"];
-            501: components["responses"]["NotImplemented"];
             503: components["responses"]["ServiceUnavailable"];
         };
     };
@@ -2628,7 +2917,6 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
@@ -2636,7 +2924,6 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["UnprocessableDeviceId"];
             426: components["responses"]["UpgradeRequired"];
-            501: components["responses"]["NotImplemented"];
             503: components["responses"]["ServiceUnavailable"];
         };
     };
@@ -2711,7 +2998,18 @@ export interface operations {
     transferCar: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retry safe. The first request with a key is carried out and its answer kept for 24
+                 *     hours; a request with the same key and the same body (and the same path) within that time gets
+                 *     that answer again, with the header `Idempotent-Replayed: true`, and changes nothing. The same key
+                 *     with another body or path is 422 `idempotency_key_reused`; a request while the first with its key
+                 *     is still running is 409 `idempotency_key_in_use` (retry after a moment). Keys are per account: two
+                 *     accounts never share one. Any printable ASCII, 1 to 255 characters; a random UUID is a good key.
+                 * @example 5f0c6a2e-8d1b-4f7a-9c3e-2b1d0a9f8e7c
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /**
                  * @description The full prefixed device id `<brand>:<native_id>`, URL-encoded: the colon becomes `%3A`
@@ -2746,9 +3044,139 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["UnprocessableEntity"];
+            426: components["responses"]["UpgradeRequired"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listCarCommands: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Where the page starts: the `next_cursor` of the page before, as given. Opaque; a cursor that is
+                 *     not one is answered with 400 `invalid_cursor`.
+                 */
+                cursor?: components["parameters"]["PageCursor"];
+                /** @description The most items one page holds. */
+                limit?: components["parameters"]["PageLimit"];
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description The full prefixed device id `<brand>:<native_id>`, URL-encoded: the colon becomes `%3A`
+                 *     (`brand_a%3A1HGCM82633A004352`). A malformed id is answered with 422 and a `code` of
+                 *     `missing_prefix`, `unknown_brand` or `invalid_native_id`.
+                 * @example brand_a:1HGCM82633A004352
+                 */
+                device_id: components["parameters"]["DeviceIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of commands. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CommandList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
             422: components["responses"]["UnprocessableDeviceId"];
             426: components["responses"]["UpgradeRequired"];
-            501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    createCarCommand: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Makes a retry safe. The first request with a key is carried out and its answer kept for 24
+                 *     hours; a request with the same key and the same body (and the same path) within that time gets
+                 *     that answer again, with the header `Idempotent-Replayed: true`, and changes nothing. The same key
+                 *     with another body or path is 422 `idempotency_key_reused`; a request while the first with its key
+                 *     is still running is 409 `idempotency_key_in_use` (retry after a moment). Keys are per account: two
+                 *     accounts never share one. Any printable ASCII, 1 to 255 characters; a random UUID is a good key.
+                 * @example 5f0c6a2e-8d1b-4f7a-9c3e-2b1d0a9f8e7c
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /**
+                 * @description The full prefixed device id `<brand>:<native_id>`, URL-encoded: the colon becomes `%3A`
+                 *     (`brand_a%3A1HGCM82633A004352`). A malformed id is answered with 422 and a `code` of
+                 *     `missing_prefix`, `unknown_brand` or `invalid_native_id`.
+                 * @example brand_a:1HGCM82633A004352
+                 */
+                device_id: components["parameters"]["DeviceIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CommandRequest"];
+            };
+        };
+        responses: {
+            /** @description The command, `queued` (or already `sent`). */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Command"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["UnprocessableCommand"];
+            426: components["responses"]["UpgradeRequired"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getCarCommand: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The full prefixed device id `<brand>:<native_id>`, URL-encoded: the colon becomes `%3A`
+                 *     (`brand_a%3A1HGCM82633A004352`). A malformed id is answered with 422 and a `code` of
+                 *     `missing_prefix`, `unknown_brand` or `invalid_native_id`.
+                 * @example brand_a:1HGCM82633A004352
+                 */
+                device_id: components["parameters"]["DeviceIdPath"];
+                /** @description The `command_id` the service gave the command. */
+                command_id: components["parameters"]["CommandIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The command. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Command"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["UnprocessableDeviceId"];
+            426: components["responses"]["UpgradeRequired"];
             503: components["responses"]["ServiceUnavailable"];
         };
     };

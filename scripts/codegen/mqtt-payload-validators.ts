@@ -57,8 +57,27 @@ async function payloadsBySuffix(asyncapiPath: string) {
     });
 }
 
+/**
+ * The variants of the `cmd` payload (`CarCommand`, one of), by the `const` of their `name`: the
+ * service checks a command a caller asks for against its own variant before sending anything, so
+ * that a bad argument is reported against that command alone, not against every variant.
+ */
+function commandVariants(topics: Awaited<ReturnType<typeof payloadsBySuffix>>) {
+  const command = topics.find((t) => t.suffix === 'cmd');
+  const variants = command?.schema.oneOf;
+  if (!Array.isArray(variants)) throw new Error('asyncapi: the cmd payload must be one of its commands');
+  return variants.map((variant: { properties?: { name?: { const?: unknown } } }, index) => {
+    const name = variant.properties?.name?.const;
+    if (typeof name !== 'string') throw new Error(`asyncapi: command variant ${index} has no const name`);
+    return { name, schema: variant as Record<string, unknown> };
+  });
+}
+
+const commandValidatorName = (index: number) => `validateCommandVariant${index}`;
+
 export async function generateMqttPayloadValidators(asyncapiPath: string): Promise<string> {
   const topics = await payloadsBySuffix(asyncapiPath);
+  const commands = commandVariants(topics);
   const ajv = new Ajv({
     strict: true,
     allErrors: true,
@@ -71,11 +90,27 @@ export async function generateMqttPayloadValidators(asyncapiPath: string): Promi
     ajv.addSchema(schema, payloadType);
     exports[validatorName(payloadType)] = payloadType;
   }
+  commands.forEach(({ schema }, index) => {
+    ajv.addSchema(schema, commandValidatorName(index));
+    exports[commandValidatorName(index)] = commandValidatorName(index);
+  });
   const code = standalone.default(ajv, exports);
   const bySuffix = topics.map(
     (t) => `  ${JSON.stringify(t.suffix)}: exports.${validatorName(t.payloadType)},`,
   );
-  return [banner(source) + code, 'exports.payloadValidators = {', ...bySuffix, '};', ''].join('\n');
+  const byName = commands.map(
+    ({ name }, index) => `  ${JSON.stringify(name)}: exports.${commandValidatorName(index)},`,
+  );
+  return [
+    banner(source) + code,
+    'exports.payloadValidators = {',
+    ...bySuffix,
+    '};',
+    'exports.commandValidators = {',
+    ...byName,
+    '};',
+    '',
+  ].join('\n');
 }
 
 /** Types of generated/mqtt-payload-validators.cjs, for TypeScript. */
@@ -98,6 +133,11 @@ export async function generateMqttPayloadValidatorTypes(asyncapiPath: string): P
     '/** The validator of each car topic, by suffix. */',
     'export declare const payloadValidators: {',
     '  readonly [S in keyof CarTopicPayloads]: PayloadValidator<CarTopicPayloads[S]>;',
+    '};',
+    '',
+    '/** The validator of each command (a variant of the `cmd` payload), by its name. */',
+    'export declare const commandValidators: {',
+    "  readonly [N in CarCommand['name']]: PayloadValidator<Extract<CarCommand, { name: N }>>;",
     '};',
     '',
   ].join('\n');

@@ -25,7 +25,8 @@ export interface CommandEffect {
   statusChanged: boolean;
 }
 
-type Args = CarCommand['args'];
+/** A command's arguments as they came: the car checks each one it uses. */
+type Args = Readonly<Record<string, unknown>>;
 type CommandHandler = (car: CarBody, args: Args) => CommandPlan;
 
 function textArg(args: Args, name: string): string | undefined {
@@ -85,5 +86,5 @@ export function planCommand(car: CarBody, command: CarCommand, now: Date): Comma
   }
   const handler = Object.hasOwn(commandHandlers, command.name) ? commandHandlers[command.name] : undefined;
   if (!handler) return { rejected: `unknown command ${command.name}` };
-  return handler(car, command.args);
+  return handler(car, command.args as Args);
 }

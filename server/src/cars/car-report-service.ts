@@ -1,7 +1,6 @@
 /**
- * The vehicle read routes: what a car last reported over MQTT, for its owner and for admins. To
- * anyone else a car they may not see is one that does not exist (a VIN is printed on the
- * windshield: existence must not leak), so both are the same 404.
+ * The vehicle read routes: what a car last reported over MQTT, for its owner and for admins
+ * (car-visibility.ts).
  */
 import type { Brand } from '@svc/sdk';
 import type { components } from '../../../generated/openapi.ts';
@@ -9,26 +8,11 @@ import type { Principal } from '../auth/principal.ts';
 import { NotFoundError } from '../errors.ts';
 import type { Db } from '../store/db.ts';
 import { findCarLocation, findCarStatus } from './car-report-repository.ts';
+import { visibleCar } from './car-visibility.ts';
 
 export type CarStatus = components['schemas']['CarStatus'];
 export type Location = components['schemas']['Location'];
 export type Install = components['schemas']['Install'];
-
-/** Owners come with pairing; until then only admins read cars. */
-function maySee(principal: Principal, car: { owner_id: string | null }): boolean {
-  return principal.isAdmin || car.owner_id === principal.accountId;
-}
-
-function visible<Row extends { owner_id: string | null }>(
-  principal: Principal,
-  deviceId: string,
-  row: Row | undefined,
-): Row {
-  if (!row || !maySee(principal, row)) {
-    throw new NotFoundError('car_not_found', `No car ${deviceId} is provisioned, or you may not see it.`);
-  }
-  return row;
-}
 
 /** Optional numbers of a fix are left out when the car did not send them, as in its telemetry. */
 function present<T extends Record<string, number | null>>(fields: T): Partial<Record<keyof T, number>> {
@@ -41,7 +25,7 @@ export function createCarReportService(deps: { db: Db }) {
   const { db } = deps;
   return {
     async status(principal: Principal, deviceId: string): Promise<CarStatus> {
-      const row = visible(principal, deviceId, await findCarStatus(db, deviceId));
+      const row = visibleCar(principal, deviceId, await findCarStatus(db, deviceId));
       return {
         device_id: row.device_id,
         brand: row.brand as Brand,
@@ -54,7 +38,7 @@ export function createCarReportService(deps: { db: Db }) {
 
     /** Before the car's first report: no host version, no apps, no report time. */
     async install(principal: Principal, deviceId: string): Promise<Install> {
-      const row = visible(principal, deviceId, await findCarStatus(db, deviceId));
+      const row = visibleCar(principal, deviceId, await findCarStatus(db, deviceId));
       return {
         device_id: row.device_id,
         brand: row.brand as Brand,
@@ -65,7 +49,7 @@ export function createCarReportService(deps: { db: Db }) {
     },
 
     async location(principal: Principal, deviceId: string): Promise<Location> {
-      const row = visible(principal, deviceId, await findCarLocation(db, deviceId));
+      const row = visibleCar(principal, deviceId, await findCarLocation(db, deviceId));
       if (row.latitude === null || row.longitude === null || row.recorded_at === null) {
         throw new NotFoundError('no_location_yet', `The car ${deviceId} has sent no location fix yet.`);
       }

@@ -25,6 +25,9 @@ export function notOfferedHandlers() {
     pairCar: vehicle('pairCar'),
     unpairCar: vehicle('unpairCar'),
     transferCar: vehicle('transferCar'),
+    createCarCommand: vehicle('createCarCommand'),
+    listCarCommands: vehicle('listCarCommands'),
+    getCarCommand: vehicle('getCarCommand'),
     createIdentityToken: vehicle('createIdentityToken'),
   } satisfies Partial<Handlers>;
 }
