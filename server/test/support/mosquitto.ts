@@ -53,6 +53,12 @@ async function accepting(port: number, child: ChildProcess, output: () => string
   }
 }
 
+/**
+ * README "The broker", step 5: what Mosquitto may queue for one client that falls behind (the
+ * bridge, in a burst) before it drops QoS 1 messages: 100,000 messages, bounded to 256 MiB.
+ */
+export const queuedForService = { messages: 100_000, bytes: 256 * 1024 * 1024 };
+
 export async function startMosquitto(): Promise<TestMosquitto> {
   const dir = mkdtempSync(join(tmpdir(), 'svc-mosquitto-'));
   const admin = { username: 'svc-admin', password: randomBytes(18).toString('hex') };
@@ -71,6 +77,10 @@ export async function startMosquitto(): Promise<TestMosquitto> {
       'persistence false',
       // What README "The broker" asks operators for: the packets cars need, and no more.
       `max_packet_size ${maxPacketBytes}`,
+      // Also from README "The broker": room for the bridge to fall behind in a burst without
+      // Mosquitto dropping the QoS 1 messages queued for it (its default keeps 1,000).
+      `max_queued_messages ${queuedForService.messages}`,
+      `max_queued_bytes ${queuedForService.bytes}`,
       // Run as root, Mosquitto would become the user `mosquitto`, who may not read this folder.
       `user ${userInfo().username}`,
       `plugin ${dynsecPlugin}`,
