@@ -2,6 +2,7 @@
 import type { Services } from '../../services.ts';
 import type { Handlers } from '../bind-handlers.ts';
 import { accountHandlers } from './accounts.ts';
+import { carOwnerHandlers } from './car-owners.ts';
 import { carReadHandlers } from './car-reads.ts';
 import { carHandlers } from './cars.ts';
 import { developerHandlers } from './developer.ts';
@@ -19,6 +20,7 @@ export function createHandlers(services: Services): Handlers {
     ...miniAppHandlers(services),
     ...carHandlers(services),
     ...carReadHandlers(services),
+    ...carOwnerHandlers(services),
     ...notOfferedHandlers(),
   };
 }
