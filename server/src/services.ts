@@ -8,6 +8,7 @@ import { createCarService } from './cars/car-service.ts';
 import { createOwnershipService } from './cars/ownership-service.ts';
 import type { Clock } from './clock.ts';
 import type { Config } from './config.ts';
+import { createIdempotencyService } from './idempotency/idempotency-service.ts';
 import { createMiniAppService } from './mini-apps/mini-app-service.ts';
 import type { BrokerAccounts } from './mqtt/broker-accounts.ts';
 import type { CredentialStore } from './mqtt/credentials.ts';
@@ -54,5 +55,6 @@ export function createServices(deps: {
     carReports: createCarReportService({ db }),
     ownership: createOwnershipService({ db, clock }),
     miniApps: createMiniAppService({ db, clock, uploads }),
+    idempotency: createIdempotencyService({ db, clock }),
   };
 }
