@@ -2239,9 +2239,11 @@ export interface components {
         /**
          * @description Makes a retry safe. The first request with a key is carried out and its answer kept for 24
          *     hours; a request with the same key and the same body (and the same path) within that time gets
-         *     that answer again, with the header `Idempotent-Replayed: true`, and changes nothing. The same key
-         *     with another body or path is 422 `idempotency_key_reused`; a request while the first with its key
-         *     is still running is 409 `idempotency_key_in_use` (retry after a moment). Keys are per account: two
+         *     that answer again, with the header `Idempotent-Replayed: true`, and changes nothing. A refusal
+         *     (4xx) is an answer like any other and is given again; a failure of the service (5xx) or a "try
+         *     again later" (408, 429) is not kept, and a retry with the key runs anew. The same key with
+         *     another body or path is 422 `idempotency_key_reused`; a request while the first with its key is
+         *     still running is 409 `idempotency_key_in_use` (retry after a moment). Keys are per account: two
          *     accounts never share one. Any printable ASCII, 1 to 255 characters; a random UUID is a good key.
          * @example 5f0c6a2e-8d1b-4f7a-9c3e-2b1d0a9f8e7c
          */
@@ -2639,9 +2641,11 @@ export interface operations {
                 /**
                  * @description Makes a retry safe. The first request with a key is carried out and its answer kept for 24
                  *     hours; a request with the same key and the same body (and the same path) within that time gets
-                 *     that answer again, with the header `Idempotent-Replayed: true`, and changes nothing. The same key
-                 *     with another body or path is 422 `idempotency_key_reused`; a request while the first with its key
-                 *     is still running is 409 `idempotency_key_in_use` (retry after a moment). Keys are per account: two
+                 *     that answer again, with the header `Idempotent-Replayed: true`, and changes nothing. A refusal
+                 *     (4xx) is an answer like any other and is given again; a failure of the service (5xx) or a "try
+                 *     again later" (408, 429) is not kept, and a retry with the key runs anew. The same key with
+                 *     another body or path is 422 `idempotency_key_reused`; a request while the first with its key is
+                 *     still running is 409 `idempotency_key_in_use` (retry after a moment). Keys are per account: two
                  *     accounts never share one. Any printable ASCII, 1 to 255 characters; a random UUID is a good key.
                  * @example 5f0c6a2e-8d1b-4f7a-9c3e-2b1d0a9f8e7c
                  */
@@ -2830,9 +2834,11 @@ export interface operations {
                 /**
                  * @description Makes a retry safe. The first request with a key is carried out and its answer kept for 24
                  *     hours; a request with the same key and the same body (and the same path) within that time gets
-                 *     that answer again, with the header `Idempotent-Replayed: true`, and changes nothing. The same key
-                 *     with another body or path is 422 `idempotency_key_reused`; a request while the first with its key
-                 *     is still running is 409 `idempotency_key_in_use` (retry after a moment). Keys are per account: two
+                 *     that answer again, with the header `Idempotent-Replayed: true`, and changes nothing. A refusal
+                 *     (4xx) is an answer like any other and is given again; a failure of the service (5xx) or a "try
+                 *     again later" (408, 429) is not kept, and a retry with the key runs anew. The same key with
+                 *     another body or path is 422 `idempotency_key_reused`; a request while the first with its key is
+                 *     still running is 409 `idempotency_key_in_use` (retry after a moment). Keys are per account: two
                  *     accounts never share one. Any printable ASCII, 1 to 255 characters; a random UUID is a good key.
                  * @example 5f0c6a2e-8d1b-4f7a-9c3e-2b1d0a9f8e7c
                  */
@@ -3002,9 +3008,11 @@ export interface operations {
                 /**
                  * @description Makes a retry safe. The first request with a key is carried out and its answer kept for 24
                  *     hours; a request with the same key and the same body (and the same path) within that time gets
-                 *     that answer again, with the header `Idempotent-Replayed: true`, and changes nothing. The same key
-                 *     with another body or path is 422 `idempotency_key_reused`; a request while the first with its key
-                 *     is still running is 409 `idempotency_key_in_use` (retry after a moment). Keys are per account: two
+                 *     that answer again, with the header `Idempotent-Replayed: true`, and changes nothing. A refusal
+                 *     (4xx) is an answer like any other and is given again; a failure of the service (5xx) or a "try
+                 *     again later" (408, 429) is not kept, and a retry with the key runs anew. The same key with
+                 *     another body or path is 422 `idempotency_key_reused`; a request while the first with its key is
+                 *     still running is 409 `idempotency_key_in_use` (retry after a moment). Keys are per account: two
                  *     accounts never share one. Any printable ASCII, 1 to 255 characters; a random UUID is a good key.
                  * @example 5f0c6a2e-8d1b-4f7a-9c3e-2b1d0a9f8e7c
                  */
@@ -3098,9 +3106,11 @@ export interface operations {
                 /**
                  * @description Makes a retry safe. The first request with a key is carried out and its answer kept for 24
                  *     hours; a request with the same key and the same body (and the same path) within that time gets
-                 *     that answer again, with the header `Idempotent-Replayed: true`, and changes nothing. The same key
-                 *     with another body or path is 422 `idempotency_key_reused`; a request while the first with its key
-                 *     is still running is 409 `idempotency_key_in_use` (retry after a moment). Keys are per account: two
+                 *     that answer again, with the header `Idempotent-Replayed: true`, and changes nothing. A refusal
+                 *     (4xx) is an answer like any other and is given again; a failure of the service (5xx) or a "try
+                 *     again later" (408, 429) is not kept, and a retry with the key runs anew. The same key with
+                 *     another body or path is 422 `idempotency_key_reused`; a request while the first with its key is
+                 *     still running is 409 `idempotency_key_in_use` (retry after a moment). Keys are per account: two
                  *     accounts never share one. Any printable ASCII, 1 to 255 characters; a random UUID is a good key.
                  * @example 5f0c6a2e-8d1b-4f7a-9c3e-2b1d0a9f8e7c
                  */

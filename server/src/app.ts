@@ -53,6 +53,9 @@ import {
 
 const contractPath = new URL('../../generated/openapi.json', import.meta.url);
 
+/** How often idempotency keys past their 24 hours are deleted. */
+const idempotencySweepMs = 60 * 60 * 1000;
+
 export interface AppDependencies {
   /** An open store; by default one is opened from the config (and closed by `stop`). */
   db?: Db;
@@ -209,6 +212,15 @@ export function createApp(config: Config, deps: AppDependencies = {}) {
       .sweep()
       .catch((error: unknown) => logger.error('upload sweep failed', { error }));
   };
+  // Idempotency keys past their 24 hours are taken as new already; the sweep only frees the room.
+  let keySweeper: NodeJS.Timeout | undefined;
+  let sweepingKeys: Promise<void> = Promise.resolve();
+  const sweepIdempotencyKeys = () => {
+    sweepingKeys = services.idempotency
+      .sweep()
+      .then(() => {})
+      .catch((error: unknown) => logger.error('idempotency key sweep failed', { error }));
+  };
 
   return {
     app,
@@ -232,6 +244,8 @@ export function createApp(config: Config, deps: AppDependencies = {}) {
       // now and whenever a lease could have lapsed since.
       await services.uploads.sweep();
       sweeper = setInterval(sweepUploads, config.uploadLeaseSeconds * 1000).unref();
+      sweepIdempotencyKeys();
+      keySweeper = setInterval(sweepIdempotencyKeys, idempotencySweepMs).unref();
       let mqttUrl: string;
       try {
         mqttUrl = await broker.start();
@@ -281,6 +295,7 @@ export function createApp(config: Config, deps: AppDependencies = {}) {
      */
     async stop(): Promise<StoppedApp> {
       clearInterval(sweeper);
+      clearInterval(keySweeper);
       metricsServer?.close();
       metricsServer = undefined;
       // The bridge first, so that it does not take the broker's going for a fault to retry.
@@ -307,7 +322,7 @@ export function createApp(config: Config, deps: AppDependencies = {}) {
       }
       // Cut uploads release their URL and delete their partial file, and the bridge writes the
       // telemetry still waiting, before the store closes.
-      await Promise.all([services.uploads.settled(), sweeping, bridgeStopped]);
+      await Promise.all([services.uploads.settled(), sweeping, sweepingKeys, bridgeStopped]);
       await services.storeReadiness.close();
       await credentials.close();
       if (ownsDb) await db.destroy();

@@ -5,8 +5,10 @@ import { createPasswords, type Passwords } from './accounts/passwords.ts';
 import { createTokenService } from './auth/token-service.ts';
 import { createCarReportService } from './cars/car-report-service.ts';
 import { createCarService } from './cars/car-service.ts';
+import { createOwnershipService } from './cars/ownership-service.ts';
 import type { Clock } from './clock.ts';
 import type { Config } from './config.ts';
+import { createIdempotencyService } from './idempotency/idempotency-service.ts';
 import { createMiniAppService } from './mini-apps/mini-app-service.ts';
 import type { BrokerAccounts } from './mqtt/broker-accounts.ts';
 import type { CredentialStore } from './mqtt/credentials.ts';
@@ -51,6 +53,8 @@ export function createServices(deps: {
     uploads,
     cars: createCarService({ db, clock, credentials: deps.credentials, broker: deps.broker }),
     carReports: createCarReportService({ db }),
+    ownership: createOwnershipService({ db, clock }),
     miniApps: createMiniAppService({ db, clock, uploads }),
+    idempotency: createIdempotencyService({ db, clock }),
   };
 }

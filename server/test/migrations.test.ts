@@ -22,6 +22,7 @@ const tables = [
   'car_presence',
   'car_locations',
   'car_telemetry',
+  'idempotency_keys',
 ];
 
 async function existingTables(store: TestStore): Promise<string[]> {

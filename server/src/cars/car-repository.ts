@@ -25,6 +25,21 @@ export async function findCar(db: Db, deviceId: string): Promise<CarRow | undefi
   return db<CarRow>('cars').where({ device_id: deviceId }).first();
 }
 
+/** The car, its row locked until the transaction `trx` ends: its ownership changes one at a time. */
+export async function findCarForUpdate(trx: Db, deviceId: string): Promise<CarRow | undefined> {
+  return trx<CarRow>('cars').where({ device_id: deviceId }).forUpdate().first();
+}
+
+export async function setCarOwner(
+  db: Db,
+  deviceId: string,
+  owner: Pick<CarRow, 'owner_id' | 'paired_at'>,
+): Promise<CarRow> {
+  const [row] = await db<CarRow>('cars').where({ device_id: deviceId }).update(owner).returning('*');
+  if (!row) throw new Error(`car ${deviceId} vanished while its owner changed`);
+  return row;
+}
+
 export async function deleteCar(db: Db, deviceId: string): Promise<boolean> {
   return (await db<CarRow>('cars').where({ device_id: deviceId }).delete()) > 0;
 }

@@ -172,7 +172,7 @@ export function answerAndClose(req: IncomingMessage, res: ServerResponse, proble
 }
 
 /** The path the problem is about, never its query: that may hold a presigned URL's signature or a token. */
-function instancePath(req: IncomingMessage & { originalUrl?: string }): string {
+export function instancePath(req: IncomingMessage & { originalUrl?: string }): string {
   try {
     return new URL(req.originalUrl ?? req.url ?? '/', 'http://instance.invalid').pathname;
   } catch {

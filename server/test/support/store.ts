@@ -70,12 +70,21 @@ export interface RowLock {
  * referring to the account waits. On Postgres over a connection of its own, straight to the
  * server; on PGlite that transaction holds the one connection, so every query waits for it.
  */
-export async function lockAccountRow(store: TestStore, accountId: string): Promise<RowLock> {
+export function lockAccountRow(store: TestStore, accountId: string): Promise<RowLock> {
+  return lockRow(store, 'select id from accounts where id = ? for update', [accountId]);
+}
+
+/** Holds a car's row `FOR UPDATE`, as lockAccountRow does: whatever changes its owner waits. */
+export function lockCarRow(store: TestStore, deviceId: string): Promise<RowLock> {
+  return lockRow(store, 'select device_id from cars where device_id = ? for update', [deviceId]);
+}
+
+async function lockRow(store: TestStore, lockingSelect: string, bindings: string[]): Promise<RowLock> {
   const other = store.databaseUrl
     ? knex({ client: 'pg', connection: store.databaseUrl, pool: { min: 0, max: 2 } })
     : undefined;
   const trx = await (other ?? store.db).transaction();
-  await trx.raw('select id from accounts where id = ? for update', [accountId]);
+  await trx.raw(lockingSelect, bindings);
   let released: Promise<void> | undefined;
   return {
     async waiters(count) {

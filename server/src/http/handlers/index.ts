@@ -1,7 +1,9 @@
 /** Every handler of the contract, by operationId. */
 import type { Services } from '../../services.ts';
 import type { Handlers } from '../bind-handlers.ts';
+import { withIdempotencyKeys } from '../idempotency.ts';
 import { accountHandlers } from './accounts.ts';
+import { carOwnerHandlers } from './car-owners.ts';
 import { carReadHandlers } from './car-reads.ts';
 import { carHandlers } from './cars.ts';
 import { developerHandlers } from './developer.ts';
@@ -11,14 +13,19 @@ import { operationHandlers } from './operations.ts';
 import { signInHandlers } from './sign-in.ts';
 
 export function createHandlers(services: Services): Handlers {
-  return {
-    ...operationHandlers(services),
-    ...signInHandlers(services),
-    ...accountHandlers(services),
-    ...developerHandlers(services),
-    ...miniAppHandlers(services),
-    ...carHandlers(services),
-    ...carReadHandlers(services),
-    ...notOfferedHandlers(),
-  };
+  // The operations that take an Idempotency-Key answer to it, whoever's handlers they are.
+  return withIdempotencyKeys(
+    {
+      ...operationHandlers(services),
+      ...signInHandlers(services),
+      ...accountHandlers(services),
+      ...developerHandlers(services),
+      ...miniAppHandlers(services),
+      ...carHandlers(services),
+      ...carReadHandlers(services),
+      ...carOwnerHandlers(services),
+      ...notOfferedHandlers(),
+    },
+    services.idempotency,
+  );
 }

@@ -1,0 +1,35 @@
+/** Cars for tests: provisioned by an admin, and owned as pairing would leave them. */
+import assert from 'node:assert/strict';
+import type { Developer } from './accounts.ts';
+import { call } from './http.ts';
+import type { TestService } from './service.ts';
+
+export async function provisionCar(service: TestService, admin: Developer, deviceId: string) {
+  const made = await call(service.url, 'POST', '/api/v1/admin/cars', {
+    token: admin.token,
+    body: { device_id: deviceId, brand: deviceId.slice(0, deviceId.indexOf(':')) },
+  });
+  assert.equal(made.status, 201, JSON.stringify(made.body));
+  return made.body as { car: { device_id: string }; mqtt: { username: string; password: string } };
+}
+
+/**
+ * Makes `owner` the car's owner straight in the store, as a pairing does: the tests of who may
+ * see and move a car need an owner, not the pairing that makes one (tested with pairing).
+ */
+export async function makeOwner(service: TestService, deviceId: string, owner: { accountId: string }) {
+  const updated = await service.store
+    .db('cars')
+    .where({ device_id: deviceId })
+    .update({ owner_id: owner.accountId, paired_at: new Date(service.clock.now) });
+  assert.equal(updated, 1, `no car ${deviceId} to own`);
+}
+
+/** The car's owner as the store has it: null when unpaired. */
+export async function ownerOf(service: TestService, deviceId: string): Promise<string | null> {
+  const row = await service.store.db('cars').where({ device_id: deviceId }).first('owner_id');
+  return row?.owner_id ?? null;
+}
+
+export const carPath = (deviceId: string, what: string) =>
+  `/api/v1/cars/${encodeURIComponent(deviceId)}/${what}`;
