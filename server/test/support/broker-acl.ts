@@ -8,7 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { connectAsync, ErrorWithSubackPacket, type IClientOptions, type MqttClient } from 'mqtt';
 import { afterAll, beforeAll, describe, test } from 'vitest';
 import { type Developer, signUpAdmin } from './accounts.ts';
-import { call } from './http.ts';
+import { call, eventually } from './http.ts';
 import type { TestService } from './service.ts';
 
 /** The admin the table provisions with: the service under test lists it in SVC_ADMIN_EMAILS. */
@@ -299,6 +299,31 @@ export function describeBrokerAcl(name: string, start: () => Promise<BrokerUnder
       assert.ok(refusedSignIn.includes((await refusal(car)) ?? 0));
       const renewed = await connect({ ...car, password: rotated.body.password });
       await assertDelivered(renewed, topic(car, 'status'));
+    });
+
+    test('when an online car’s credential is rotated then its status says offline, though Mosquitto sends no will', async () => {
+      const car = await provisionCar(`brand_a:${newVin()}`);
+      const deviceId = car.username;
+      // The connection's time, which its online and its will share (CarPresence `at`), by a car
+      // whose clock agrees with the service's.
+      const at = broker.service.clock.clock().toISOString();
+      const presence = (state: string) =>
+        JSON.stringify({ device_id: deviceId, brand: car.brand, state, at });
+      const client = await connect(car, {
+        will: {
+          topic: topic(car, 'presence'),
+          payload: Buffer.from(presence('offline')),
+          qos: 1,
+          retain: true,
+        },
+      });
+      await client.publishAsync(topic(car, 'presence'), presence('online'), { qos: 1, retain: true });
+      const online = async () =>
+        (await asAdmin('GET', `/api/v1/cars/${encodeURIComponent(deviceId)}/status`)).body.online;
+      await eventually('the car is online', async () => (await online()) === true);
+      const rotated = await asAdmin('POST', `/api/v1/admin/cars/${encodeURIComponent(deviceId)}/credential`);
+      assert.equal(rotated.status, 201, JSON.stringify(rotated.body));
+      await eventually('the car is offline', async () => (await online()) === false);
     });
 
     test('when a car is decommissioned then the connected car is disconnected and cannot sign in again', async () => {
