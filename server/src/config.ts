@@ -51,6 +51,11 @@ export interface Config {
   uploadLeaseSeconds: number;
   /** On SIGTERM, how long requests in flight may take to finish before they are cut, in seconds. */
   shutdownGraceSeconds: number;
+  /**
+   * How often commands not final by their expiry are marked `expired`, and the outbox looks for
+   * commands a wake-up missed, in seconds.
+   */
+  commandSweepSeconds: number;
   /** Largest JSON request body, in bytes. */
   jsonLimitBytes: number;
   /**
@@ -238,6 +243,7 @@ export function loadConfig(env: Env = process.env): Config {
     minBodyBytesPerSecond: byteCount(env, 'SVC_MIN_BODY_RATE', 1024, '1024'),
     uploadLeaseSeconds: parseDuration('SVC_UPLOAD_LEASE', text(env, 'SVC_UPLOAD_LEASE', '30s')),
     shutdownGraceSeconds: parseDuration('SVC_SHUTDOWN_GRACE', text(env, 'SVC_SHUTDOWN_GRACE', '5s')),
+    commandSweepSeconds: parseDuration('SVC_COMMAND_SWEEP', text(env, 'SVC_COMMAND_SWEEP', '5s')),
     trustProxy: env.SVC_TRUST_PROXY?.trim() || undefined,
     jsonLimitBytes: 1024 * 1024,
     validateResponses: false,

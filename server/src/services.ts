@@ -5,8 +5,13 @@ import { createPasswords, type Passwords } from './accounts/passwords.ts';
 import { createTokenService } from './auth/token-service.ts';
 import { createCarReportService } from './cars/car-report-service.ts';
 import { createCarService } from './cars/car-service.ts';
+import { createPairingService } from './cars/pairing-service.ts';
 import type { Clock } from './clock.ts';
+import type { CommandMetrics } from './commands/command-metrics.ts';
+import { createCommandOutbox } from './commands/command-outbox.ts';
+import { createCommandService } from './commands/command-service.ts';
 import type { Config } from './config.ts';
+import type { Logger } from './logger.ts';
 import { createMiniAppService } from './mini-apps/mini-app-service.ts';
 import type { BrokerAccounts } from './mqtt/broker-accounts.ts';
 import type { CredentialStore } from './mqtt/credentials.ts';
@@ -32,12 +37,21 @@ export function createServices(deps: {
   credentials: CredentialStore;
   /** The broker's own record of who may connect. */
   broker: BrokerAccounts;
+  logger: Logger;
+  commandMetrics: CommandMetrics;
 }) {
-  const { db, config, clock } = deps;
+  const { db, config, clock, logger, commandMetrics } = deps;
   const blobs = createBlobStore(config.dataDir);
   const tokens = createTokenService(db, config, clock);
   const failures = createFailureLimit(db, clock);
   const uploads = createUploadService({ db, config, clock, blobs, baseUrl: () => deps.audience() });
+  const commandOutbox = createCommandOutbox({
+    db,
+    clock,
+    logger,
+    metrics: commandMetrics,
+    options: { sweepMs: config.commandSweepSeconds * 1000 },
+  });
   return {
     db,
     storeReadiness: createStoreReadiness(db),
@@ -52,5 +66,8 @@ export function createServices(deps: {
     cars: createCarService({ db, clock, credentials: deps.credentials, broker: deps.broker }),
     carReports: createCarReportService({ db }),
     miniApps: createMiniAppService({ db, clock, uploads }),
+    commandOutbox,
+    commands: createCommandService({ db, clock, metrics: commandMetrics, outbox: commandOutbox }),
+    pairing: createPairingService({ db, clock, metrics: commandMetrics, outbox: commandOutbox }),
   };
 }

@@ -2,6 +2,8 @@
 import type { Services } from '../../services.ts';
 import type { Handlers } from '../bind-handlers.ts';
 import { accountHandlers } from './accounts.ts';
+import { carCommandHandlers } from './car-commands.ts';
+import { carPairingHandlers } from './car-pairing.ts';
 import { carReadHandlers } from './car-reads.ts';
 import { carHandlers } from './cars.ts';
 import { developerHandlers } from './developer.ts';
@@ -19,6 +21,8 @@ export function createHandlers(services: Services): Handlers {
     ...miniAppHandlers(services),
     ...carHandlers(services),
     ...carReadHandlers(services),
+    ...carPairingHandlers(services),
+    ...carCommandHandlers(services),
     ...notOfferedHandlers(),
   };
 }

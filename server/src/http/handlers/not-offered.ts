@@ -1,5 +1,5 @@
 /**
- * Operations the contract already has and this service does not offer yet (pairing, transfer,
+ * Operations the contract already has and this service does not offer yet (unpair, transfer,
  * identity tokens). They answer 501, as the contract says; vehicle routes check the device id
  * first, so a malformed id is the 422 it will always be.
  */
@@ -22,12 +22,8 @@ function vehicle(operationId: OperationId) {
 
 export function notOfferedHandlers() {
   return {
-    pairCar: vehicle('pairCar'),
     unpairCar: vehicle('unpairCar'),
     transferCar: vehicle('transferCar'),
-    createCarCommand: vehicle('createCarCommand'),
-    listCarCommands: vehicle('listCarCommands'),
-    getCarCommand: vehicle('getCarCommand'),
     createIdentityToken: vehicle('createIdentityToken'),
   } satisfies Partial<Handlers>;
 }
