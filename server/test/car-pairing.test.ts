@@ -48,8 +48,8 @@ describe('pairing a car with the code it shows', () => {
       car.received.some((command) => command.command_id === commandId),
     );
     const command = car.received.find((received) => received.command_id === commandId);
-    assert.equal(command?.name, 'pairing.show_code');
-    return (command?.args as { code: string }).code;
+    assert.ok(command?.name === 'pairing.show_code', JSON.stringify(command));
+    return command.args.code;
   }
   const wrongCodeFor = (code: string) => String((Number(code) + 1) % 100_000_000).padStart(8, '0');
 

@@ -128,6 +128,16 @@ export function newCommand(input: {
   return row;
 }
 
+/**
+ * A car's words as the store can keep them: no store holds a NUL, and an unpaired surrogate is no
+ * text; each becomes U+FFFD rather than costing the car its acknowledgement.
+ */
+function storable(text: string): string {
+  return text
+    .replaceAll('\u0000', '\uFFFD')
+    .replace(/[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g, '\uFFFD');
+}
+
 /** What the bridge makes of an acknowledgement: for its metrics and its log. */
 export type AckHandled = 'stored' | 'ignored' | 'unknown_command' | 'command_of_another_car';
 
@@ -224,7 +234,11 @@ export function createCommandService(deps: {
         commandId: ack.command_id,
         deviceId,
         outcome: ack.outcome,
-        detail: ack.detail ?? null,
+        // A reason belongs to `rejected` and `failed` (the contract); any other leaves it as it was.
+        detail:
+          ack.detail !== undefined && (ack.outcome === 'rejected' || ack.outcome === 'failed')
+            ? storable(ack.detail)
+            : null,
         at: clock(),
       });
       switch (result.kind) {
