@@ -1687,7 +1687,13 @@ export interface components {
             brand: components["schemas"]["Brand"];
             /** @example doors.lock */
             name: string;
-            args: Record<string, never>;
+            /**
+             * @description The command's arguments, as it was sent with them; `{}` for `pairing.show_code`, whose code
+             *     is for the people in the car only.
+             */
+            args: {
+                [key: string]: unknown;
+            };
             state: components["schemas"]["CommandState"];
             /** @description The car's reason for `rejected` or `failed`, or why it `expired`; null otherwise. */
             detail: string | null;
@@ -1737,7 +1743,9 @@ export interface components {
              * @description The command's arguments; `{}` (the default) for a command that takes none.
              * @default {}
              */
-            args: Record<string, never>;
+            args: {
+                [key: string]: unknown;
+            };
             /**
              * @description How long the car may still run the command; after that it is `expired`.
              * @default 300

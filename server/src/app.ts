@@ -15,6 +15,7 @@ import type { AdminCode } from './accounts/admin-codes.ts';
 import type { Passwords } from './accounts/passwords.ts';
 import { countOnlineCars } from './cars/car-report-repository.ts';
 import { type Clock, systemClock } from './clock.ts';
+import { createCommandMetrics } from './commands/command-metrics.ts';
 import type { Config } from './config.ts';
 import { bearerAuthenticator } from './http/authenticate.ts';
 import { bindHandlers } from './http/bind-handlers.ts';
@@ -151,6 +152,8 @@ export function createApp(config: Config, deps: AppDependencies = {}) {
     passwords: deps.passwords,
     credentials,
     broker: broker.accounts,
+    logger,
+    commandMetrics: createCommandMetrics(metrics.registry),
   });
   const contract = JSON.parse(readFileSync(contractPath, 'utf8'));
 
@@ -254,14 +257,22 @@ export function createApp(config: Config, deps: AppDependencies = {}) {
         throw new ListenError('MQTT', error);
       }
       // After the migrations, so that what cars report has its tables.
+      // Commands wait in SQL until the bridge connects; the sweep expires them meanwhile.
+      services.commandOutbox.start();
       bridge = createBridge({
         connection: bridgeConnection(mqttUrl),
+        commands: {
+          acknowledge: services.commands.acknowledge,
+          carOnline: services.commandOutbox.carOnline,
+          brokerConnected: services.commandOutbox.brokerConnected,
+        },
         db,
         clock,
         logger,
         metrics: bridgeMetrics,
         telemetryBatch: deps.telemetryBatch,
       });
+      services.commandOutbox.attach(bridge.publisher);
       await bridge.start();
       server = app.listen(config.port, config.host);
       answerParserErrors(server);
@@ -298,8 +309,11 @@ export function createApp(config: Config, deps: AppDependencies = {}) {
       clearInterval(keySweeper);
       metricsServer?.close();
       metricsServer = undefined;
-      // The bridge first, so that it does not take the broker's going for a fault to retry.
-      const bridgeStopped = (bridge?.stop() ?? Promise.resolve()).then(() => broker.stop());
+      // The outbox, then the bridge, so that neither takes the broker's going for a fault to retry.
+      const bridgeStopped = services.commandOutbox
+        .stop()
+        .then(() => bridge?.stop())
+        .then(() => broker.stop());
       let cut = 0;
       if (server) {
         const stopping = server;

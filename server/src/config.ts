@@ -51,6 +51,11 @@ export interface Config {
   uploadLeaseSeconds: number;
   /** On SIGTERM, how long requests in flight may take to finish before they are cut, in seconds. */
   shutdownGraceSeconds: number;
+  /**
+   * How often commands not final by their expiry are marked `expired`, and the outbox looks for
+   * commands a wake-up missed, in seconds.
+   */
+  commandSweepSeconds: number;
   /** Largest JSON request body, in bytes. */
   jsonLimitBytes: number;
   /**
@@ -202,6 +207,17 @@ function oneOf<T extends string>(env: Env, name: string, choices: readonly T[], 
   return value as T;
 }
 
+/** Bounded, so that expiry stays timely and the sweep's timer fits Node's (a 32-bit count of ms). */
+function commandSweep(env: Env): number {
+  const seconds = parseDuration('SVC_COMMAND_SWEEP', text(env, 'SVC_COMMAND_SWEEP', '5s'));
+  if (seconds > 3600) {
+    throw new ConfigError(
+      `SVC_COMMAND_SWEEP must be at most 1h, not ${seconds} seconds: commands expire only when it runs`,
+    );
+  }
+  return seconds;
+}
+
 export function loadConfig(env: Env = process.env): Config {
   const host = text(env, 'HOST', '127.0.0.1');
   const listenPort = port(env, 'PORT', 8080);
@@ -238,6 +254,7 @@ export function loadConfig(env: Env = process.env): Config {
     minBodyBytesPerSecond: byteCount(env, 'SVC_MIN_BODY_RATE', 1024, '1024'),
     uploadLeaseSeconds: parseDuration('SVC_UPLOAD_LEASE', text(env, 'SVC_UPLOAD_LEASE', '30s')),
     shutdownGraceSeconds: parseDuration('SVC_SHUTDOWN_GRACE', text(env, 'SVC_SHUTDOWN_GRACE', '5s')),
+    commandSweepSeconds: commandSweep(env),
     trustProxy: env.SVC_TRUST_PROXY?.trim() || undefined,
     jsonLimitBytes: 1024 * 1024,
     validateResponses: false,

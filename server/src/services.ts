@@ -6,9 +6,14 @@ import { createTokenService } from './auth/token-service.ts';
 import { createCarReportService } from './cars/car-report-service.ts';
 import { createCarService } from './cars/car-service.ts';
 import { createOwnershipService } from './cars/ownership-service.ts';
+import { createPairingService } from './cars/pairing-service.ts';
 import type { Clock } from './clock.ts';
+import type { CommandMetrics } from './commands/command-metrics.ts';
+import { createCommandOutbox } from './commands/command-outbox.ts';
+import { createCommandService } from './commands/command-service.ts';
 import type { Config } from './config.ts';
 import { createIdempotencyService } from './idempotency/idempotency-service.ts';
+import type { Logger } from './logger.ts';
 import { createMiniAppService } from './mini-apps/mini-app-service.ts';
 import type { BrokerAccounts } from './mqtt/broker-accounts.ts';
 import type { CredentialStore } from './mqtt/credentials.ts';
@@ -34,12 +39,21 @@ export function createServices(deps: {
   credentials: CredentialStore;
   /** The broker's own record of who may connect. */
   broker: BrokerAccounts;
+  logger: Logger;
+  commandMetrics: CommandMetrics;
 }) {
-  const { db, config, clock } = deps;
+  const { db, config, clock, logger, commandMetrics } = deps;
   const blobs = createBlobStore(config.dataDir);
   const tokens = createTokenService(db, config, clock);
   const failures = createFailureLimit(db, clock);
   const uploads = createUploadService({ db, config, clock, blobs, baseUrl: () => deps.audience() });
+  const commandOutbox = createCommandOutbox({
+    db,
+    clock,
+    logger,
+    metrics: commandMetrics,
+    options: { sweepMs: config.commandSweepSeconds * 1000 },
+  });
   return {
     db,
     storeReadiness: createStoreReadiness(db),
@@ -56,5 +70,8 @@ export function createServices(deps: {
     ownership: createOwnershipService({ db, clock }),
     miniApps: createMiniAppService({ db, clock, uploads }),
     idempotency: createIdempotencyService({ db, clock }),
+    commandOutbox,
+    commands: createCommandService({ db, clock, metrics: commandMetrics, outbox: commandOutbox }),
+    pairing: createPairingService({ db, clock, metrics: commandMetrics, outbox: commandOutbox }),
   };
 }

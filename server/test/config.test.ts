@@ -18,6 +18,7 @@ describe('config', () => {
     assert.equal(config.minBodyBytesPerSecond, 1024);
     assert.equal(config.uploadLeaseSeconds, 30);
     assert.equal(config.shutdownGraceSeconds, 5);
+    assert.equal(config.commandSweepSeconds, 5);
     assert.equal(config.databaseAcquireTimeoutMs, 5000);
     assert.equal(config.databaseStatementTimeoutMs, 10000);
   });
@@ -45,6 +46,7 @@ describe('config', () => {
       SVC_MIN_BODY_RATE: '512',
       SVC_UPLOAD_LEASE: '1m',
       SVC_SHUTDOWN_GRACE: '20',
+      SVC_COMMAND_SWEEP: '30s',
     });
     assert.equal(config.port, 9000);
     assert.equal(config.dataDir, '/var/lib/svc');
@@ -56,6 +58,7 @@ describe('config', () => {
     assert.equal(config.minBodyBytesPerSecond, 512);
     assert.equal(config.uploadLeaseSeconds, 60);
     assert.equal(config.shutdownGraceSeconds, 20);
+    assert.equal(config.commandSweepSeconds, 30);
   });
 
   const bad: [Record<string, string>, RegExp][] = [
@@ -75,6 +78,8 @@ describe('config', () => {
     [{ SVC_MIN_BODY_RATE: 'fast' }, /^SVC_MIN_BODY_RATE must be a positive number of bytes, such as 1024/],
     [{ SVC_UPLOAD_LEASE: '-5s' }, /^SVC_UPLOAD_LEASE /],
     [{ SVC_SHUTDOWN_GRACE: 'soon' }, /^SVC_SHUTDOWN_GRACE /],
+    [{ SVC_COMMAND_SWEEP: 'often' }, /^SVC_COMMAND_SWEEP /],
+    [{ SVC_COMMAND_SWEEP: '30d' }, /^SVC_COMMAND_SWEEP must be at most 1h/],
     [
       { DATABASE_ACQUIRE_TIMEOUT_MS: '0' },
       /^DATABASE_ACQUIRE_TIMEOUT_MS must be a whole number of milliseconds/,

@@ -22,6 +22,8 @@ const tables = [
   'car_presence',
   'car_locations',
   'car_telemetry',
+  'car_commands',
+  'pairing_codes',
   'idempotency_keys',
 ];
 

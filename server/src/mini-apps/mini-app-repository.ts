@@ -72,6 +72,12 @@ export async function findVersion(
   return row && versionFromDb(row);
 }
 
+/** One version of an app by its number, or undefined when the app has no such version. */
+export async function findVersionOf(db: Db, appId: string, version: string): Promise<VersionRow | undefined> {
+  const row = await db<VersionRow>('mini_app_versions').where({ app_id: appId, version }).first();
+  return row && versionFromDb(row);
+}
+
 export async function findApp(db: Db, id: string): Promise<MiniAppRow | undefined> {
   return db<MiniAppRow>('mini_apps').where({ id }).first();
 }

@@ -24,7 +24,7 @@ export function createBridgeMetrics(
   });
   const drops = new Counter({
     name: 'svc_mqtt_dropped_total',
-    help: 'MQTT messages from cars dropped, by reason (invalid_topic, not_json, invalid_payload, topic_mismatch, unknown_car, handler_failed, store_unavailable, too_large).',
+    help: 'MQTT messages from cars dropped, by reason (invalid_topic, not_json, invalid_payload, topic_mismatch, unknown_car, handler_failed, store_unavailable, too_large; unknown_command, command_of_another_car: a cmd/ack of a command the car was not sent).',
     labelNames: ['reason'] as const,
     registers: [registry],
   });

@@ -9,11 +9,17 @@
  * broker keeps (and redelivers) what the service has not stored yet, and one car's messages are
  * handled in the order it sent them. While the store is unavailable the message in hand is tried
  * again after a pause (store-outage.ts), which holds the stream back rather than dropping it.
+ *
+ * The same connection publishes the commands of the outbox (command-outbox.ts): the bridge tells
+ * the outbox when it connects and when a car says `online`, and moves commands as the cars'
+ * `cmd/ack` say. A handler never waits for a publication: mqtt.js reads the broker's PUBACKs only
+ * between the messages it hands over, so a handler waiting for one would wait for ever.
  */
 import { randomBytes } from 'node:crypto';
 import { redactDeviceId } from '@svc/sdk';
 import mqtt, { type IClientOptions, type IPublishPacket, type MqttClient } from 'mqtt';
 import {
+  type CarCommandAck,
   type CarTopicPayloads,
   carTopicFilter,
   carTopicQos,
@@ -23,6 +29,8 @@ import {
 } from '../../../generated/mqtt.ts';
 import { markSeen, savePresence, saveStatusReport } from '../cars/car-report-repository.ts';
 import type { Clock } from '../clock.ts';
+import type { CommandPublisher } from '../commands/command-outbox.ts';
+import type { AckHandled } from '../commands/command-service.ts';
 import type { Logger } from '../logger.ts';
 import type { Db } from '../store/db.ts';
 import type { BridgeMetrics } from './bridge-metrics.ts';
@@ -50,8 +58,19 @@ export interface BrokerConnection {
   clientId?: string;
 }
 
+/** What the bridge tells the commands (command-service.ts, command-outbox.ts). */
+export interface BridgeCommands {
+  /** A car's valid acknowledgement of one of its commands. */
+  acknowledge(deviceId: string, ack: CarCommandAck): Promise<AckHandled>;
+  /** A car said `online`: it gets again what it has not finished. Must not wait for the broker. */
+  carOnline(deviceId: string): void;
+  /** The bridge connected (again) and subscribed. */
+  brokerConnected(): void;
+}
+
 export interface BridgeDependencies {
   connection: BrokerConnection;
+  commands: BridgeCommands;
   db: Db;
   clock: Clock;
   logger: Logger;
@@ -59,8 +78,11 @@ export interface BridgeDependencies {
   telemetryBatch?: TelemetryBatchOptions;
 }
 
-/** What a handler did with a valid message: kept it, kept nothing, found no such car, or queued it. */
-type Handled = 'stored' | 'ignored' | 'unknown_car' | 'queued';
+/**
+ * What a handler did with a valid message: kept it, kept nothing, found no such car, queued it, or
+ * found it acknowledged a command the car was never sent.
+ */
+type Handled = 'stored' | 'ignored' | 'unknown_car' | 'queued' | 'unknown_command' | 'command_of_another_car';
 
 type Handler<S extends ServiceReceivedSuffix> = (
   deviceId: string,
@@ -72,7 +94,7 @@ type Handler<S extends ServiceReceivedSuffix> = (
 const sessionExpirySeconds = 3600;
 
 export function createBridge(deps: BridgeDependencies) {
-  const { connection, db, clock, logger, metrics } = deps;
+  const { connection, db, clock, logger, metrics, commands } = deps;
   const telemetry = createTelemetryBatch({
     db,
     logger,
@@ -115,18 +137,17 @@ export function createBridge(deps: BridgeDependencies) {
       return 'queued';
     },
     presence: async (deviceId, presence, seenAt) => {
-      const saved = await savePresence(
-        db,
-        { deviceId, online: presence.state === 'online', at: presence.at },
-        seenAt,
-      );
+      const online = presence.state === 'online';
+      const saved = await savePresence(db, { deviceId, online, at: presence.at }, seenAt);
+      // A car that connects says so after subscribing to its `cmd` (the contract): what it missed
+      // while away goes out again. A retained replay is no news: the bridge's own connection
+      // (re)sends everything then.
+      if (saved && online && seenAt) commands.carOnline(deviceId);
       return saved ? 'stored' : 'unknown_car';
     },
-    // Commands come with issue 13: until then an acknowledgement is checked and counted, and
-    // shows only that the car was there.
-    'cmd/ack': async (deviceId, _ack, seenAt) => {
-      const known = seenAt ? await markSeen(db, deviceId, seenAt) : true;
-      return known ? 'ignored' : 'unknown_car';
+    'cmd/ack': async (deviceId, ack, seenAt) => {
+      if (seenAt && !(await markSeen(db, deviceId, seenAt))) return 'unknown_car';
+      return commands.acknowledge(deviceId, ack);
     },
   };
 
@@ -154,6 +175,13 @@ export function createBridge(deps: BridgeDependencies) {
         metrics.dropped(suffix, 'unknown_car');
         logger.warn('mqtt: message of a car not provisioned dropped', {
           reason: 'unknown_car',
+          suffix,
+          device: redactDeviceId(deviceId),
+        });
+      } else if (handled === 'unknown_command' || handled === 'command_of_another_car') {
+        metrics.dropped(suffix, handled);
+        logger.warn('mqtt: an acknowledgement of a command this car was not sent dropped', {
+          reason: handled,
           suffix,
           device: redactDeviceId(deviceId),
         });
@@ -214,8 +242,36 @@ export function createBridge(deps: BridgeDependencies) {
   let client: MqttClient | undefined;
   // The message being handled (one at a time), so that stop waits for it before the store closes.
   let handling: Promise<void> = Promise.resolve();
+  /** Publications waiting for their PUBACK, failed at once when the connection closes. */
+  const awaitingPuback = new Set<(error: Error) => void>();
+
+  /** The outbox publishes through the bridge's connection. */
+  const publisher: CommandPublisher = {
+    get connected() {
+      return client?.connected ?? false;
+    },
+    publish(topic, payload) {
+      const target = client;
+      if (!target?.connected) return Promise.reject(new Error('the bridge is not connected to the broker'));
+      return new Promise<void>((resolve, reject) => {
+        const fail = (error: Error) => {
+          awaitingPuback.delete(fail);
+          reject(error);
+        };
+        awaitingPuback.add(fail);
+        target.publish(topic, payload, { qos: carTopicQos.cmd, retain: carTopicRetain.cmd }, (error) => {
+          if (!awaitingPuback.delete(fail)) return;
+          if (error) reject(error);
+          else resolve();
+        });
+      });
+    },
+  };
 
   return {
+    /** Where the command outbox publishes. */
+    publisher,
+
     /** Resolves once connected and subscribed; rejects (and gives up) when the first attempt fails. */
     start(): Promise<void> {
       const options: IClientOptions = {
@@ -234,6 +290,12 @@ export function createBridge(deps: BridgeDependencies) {
       };
       const started = mqtt.connect(connection.url, options);
       client = started;
+      // mqtt.js keeps an unacknowledged QoS 1 message to send again after reconnecting, and may
+      // never call back: the outbox is told now, and publishes it again itself.
+      started.on('close', () => {
+        const cut = new Error('the connection to the broker closed before it took the message');
+        for (const fail of [...awaitingPuback]) fail(cut);
+      });
       started.handleMessage = (packet, done) => {
         handling = dispatch(packet).then((acknowledge) => {
           if (acknowledge) done();
@@ -248,6 +310,7 @@ export function createBridge(deps: BridgeDependencies) {
               // Start-up says where the broker is; a reconnection is news for the operator.
               const log = up ? logger.info : logger.debug;
               log.call(logger, 'mqtt: bridge connected', { resubscribed: !connack.sessionPresent });
+              commands.brokerConnected();
               if (!up) {
                 up = true;
                 resolve();

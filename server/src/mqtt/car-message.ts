@@ -44,6 +44,8 @@ export const dropReasons = [
   'handler_failed',
   'store_unavailable',
   'too_large',
+  'unknown_command',
+  'command_of_another_car',
 ] as const;
 
 export type DropReason = (typeof dropReasons)[number];

@@ -3,7 +3,9 @@ import type { Services } from '../../services.ts';
 import type { Handlers } from '../bind-handlers.ts';
 import { withIdempotencyKeys } from '../idempotency.ts';
 import { accountHandlers } from './accounts.ts';
+import { carCommandHandlers } from './car-commands.ts';
 import { carOwnerHandlers } from './car-owners.ts';
+import { carPairingHandlers } from './car-pairing.ts';
 import { carReadHandlers } from './car-reads.ts';
 import { carHandlers } from './cars.ts';
 import { developerHandlers } from './developer.ts';
@@ -24,6 +26,8 @@ export function createHandlers(services: Services): Handlers {
       ...carHandlers(services),
       ...carReadHandlers(services),
       ...carOwnerHandlers(services),
+      ...carPairingHandlers(services),
+      ...carCommandHandlers(services),
       ...notOfferedHandlers(),
     },
     services.idempotency,

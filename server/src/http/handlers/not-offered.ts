@@ -1,6 +1,6 @@
 /**
- * Operations the contract already has and this service does not offer yet (pairing, commands,
- * identity tokens). They answer 501, as the contract says; vehicle routes check the device id
+ * Operations the contract already has and this service does not offer yet (identity tokens).
+ * They answer 501, as the contract says; vehicle routes check the device id
  * first, so a malformed id is the 422 it will always be.
  */
 import type { OperationId } from '../../../../generated/routes.ts';
@@ -22,10 +22,6 @@ function vehicle(operationId: OperationId) {
 
 export function notOfferedHandlers() {
   return {
-    pairCar: vehicle('pairCar'),
-    createCarCommand: vehicle('createCarCommand'),
-    listCarCommands: vehicle('listCarCommands'),
-    getCarCommand: vehicle('getCarCommand'),
     createIdentityToken: vehicle('createIdentityToken'),
   } satisfies Partial<Handlers>;
 }

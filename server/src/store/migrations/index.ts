@@ -12,6 +12,8 @@ import * as uploadClaims from './20261201100000_upload_claims.ts';
 import * as cars from './20261210090000_cars.ts';
 import * as carReports from './20261215090000_car_reports.ts';
 import * as presenceOrder from './20261216090000_presence_order.ts';
+import * as carCommands from './20261220090000_car_commands.ts';
+import * as pairingCodes from './20261220090100_pairing_codes.ts';
 import * as idempotencyKeys from './20261220100000_idempotency_keys.ts';
 
 interface Migration {
@@ -29,6 +31,8 @@ const migrations: [name: string, migration: Migration][] = [
   ['20261210090000_cars', cars],
   ['20261215090000_car_reports', carReports],
   ['20261216090000_presence_order', presenceOrder],
+  ['20261220090000_car_commands', carCommands],
+  ['20261220090100_pairing_codes', pairingCodes],
   ['20261220100000_idempotency_keys', idempotencyKeys],
 ];
 

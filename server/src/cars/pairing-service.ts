@@ -1,0 +1,222 @@
+/**
+ * Pairing (DESIGN §9): knowing a car's device id (printed on the windshield) is not enough to own
+ * it; whoever types the code the car shows is. Asking without a code sends the car a one-time
+ * code through the command outbox (`pairing.show_code`); asking with it pairs. Every request for
+ * one car runs in a transaction holding the car's row, so concurrent tries take turns and a code
+ * never allows more than its tries.
+ */
+import type { Brand } from '@svc/sdk';
+import { validateDeviceId } from '@svc/sdk';
+import type { components } from '../../../generated/openapi.ts';
+import type { Principal } from '../auth/principal.ts';
+import type { Clock } from '../clock.ts';
+import type { CommandMetrics } from '../commands/command-metrics.ts';
+import { insertCommand, withdrawCommand } from '../commands/command-repository.ts';
+import { newCommand } from '../commands/command-service.ts';
+import { type CommandState, finalStates, pairingCommand } from '../commands/command-states.ts';
+import { ConflictError, InvalidError, NotFoundError } from '../errors.ts';
+import type { Db } from '../store/db.ts';
+import { type Car, toApiCar } from './car-service.ts';
+import {
+  hashPairingCode,
+  newPairingCode,
+  normalizePairingCode,
+  pairingCodeDigits,
+  pairingCodeMatches,
+} from './pairing-code.ts';
+import {
+  deletePairingCode,
+  findPairingCode,
+  lockCar,
+  savePairingCode,
+  setOwner,
+  setTriesLeft,
+} from './pairing-repository.ts';
+
+export type PairingCodeSent = components['schemas']['PairingCodeSent'];
+
+/** How long a code is accepted, and how many tries it allows. */
+export const pairingCodeTtlMs = 5 * 60 * 1000;
+export const pairingCodeTries = 5;
+
+export type PairingResult = { kind: 'paired'; car: Car } | { kind: 'code_sent'; sent: PairingCodeSent };
+
+/** What a transaction decided; errors that must keep what it wrote are thrown after it commits. */
+type Decision =
+  | PairingResult
+  | { kind: 'wrong'; triesLeft: number }
+  /** A code was made: its command is counted and published once committed. */
+  | { kind: 'new_code'; sent: PairingCodeSent };
+
+const askAgain = 'ask for a new one (POST …/pair without a code)';
+
+export function createPairingService(deps: {
+  db: Db;
+  clock: Clock;
+  metrics: CommandMetrics;
+  outbox: { wake(): void };
+}) {
+  const { db, clock, metrics, outbox } = deps;
+
+  function codeSent(deviceId: string, commandId: string, expiresAt: Date): PairingCodeSent {
+    return {
+      device_id: deviceId,
+      brand: validateDeviceId(deviceId).brand as Brand,
+      command_id: commandId,
+      expires_at: expiresAt.toISOString(),
+    };
+  }
+
+  /** The car, provisioned and not another's; `paired` when the caller owns it already. */
+  async function lockPairable(trx: Db, principal: Principal, deviceId: string) {
+    const car = await lockCar(trx, deviceId);
+    if (!car) throw new NotFoundError('car_not_found', `No car ${deviceId} is provisioned.`);
+    if (car.owner_id === principal.accountId)
+      return { paired: { kind: 'paired', car: toApiCar(car) } as const };
+    if (car.owner_id !== null) {
+      throw new ConflictError(
+        'car_already_paired',
+        `The car ${deviceId} is paired with another account: its owner must unpair it or transfer it to you first.`,
+      );
+    }
+    return { paired: undefined };
+  }
+
+  /** The live code's command again, or a new code sent to the car. */
+  async function askForCode(trx: Db, deviceId: string, expired: string[]): Promise<Decision> {
+    const now = clock();
+    const current = await findPairingCode(trx, deviceId);
+    const refused: readonly CommandState[] = finalStates.filter((state) => state !== 'completed');
+    if (
+      current &&
+      current.expires_at > now &&
+      current.tries_left > 0 &&
+      // A car that would not show the code (or never got it) needs a new one, not the same again.
+      !refused.includes(current.command_state)
+    ) {
+      return { kind: 'code_sent', sent: codeSent(deviceId, current.command_id, current.expires_at) };
+    }
+    const code = newPairingCode();
+    const expiresAt = new Date(now.getTime() + pairingCodeTtlMs);
+    const command = newCommand({
+      deviceId,
+      name: pairingCommand,
+      args: { code },
+      createdBy: null,
+      now,
+      expiresAt,
+    });
+    await insertCommand(trx, command);
+    if (current) {
+      const withdrawn = await withdrawCommand(
+        trx,
+        current.command_id,
+        'A newer pairing code replaced it.',
+        now,
+      );
+      if (withdrawn) expired.push(withdrawn);
+    }
+    const { salt, hash } = hashPairingCode(code);
+    await savePairingCode(trx, {
+      device_id: deviceId,
+      code_hash: hash,
+      salt,
+      tries_left: pairingCodeTries,
+      command_id: command.command_id,
+      created_at: now,
+      expires_at: expiresAt,
+    });
+    return { kind: 'new_code', sent: codeSent(deviceId, command.command_id, expiresAt) };
+  }
+
+  async function tryCode(
+    trx: Db,
+    principal: Principal,
+    deviceId: string,
+    typed: string,
+    expired: string[],
+  ): Promise<Decision> {
+    const now = clock();
+    const current = await findPairingCode(trx, deviceId);
+    if (!current) {
+      throw new InvalidError(
+        'no_pairing_code',
+        `No pairing code was asked for the car ${deviceId}: send the request without a code first, and the car shows one.`,
+        { title: 'No pairing code' },
+      );
+    }
+    if (current.expires_at <= now) {
+      throw new InvalidError('pairing_code_expired', `The pairing code has expired: ${askAgain}.`, {
+        title: 'Pairing code expired',
+      });
+    }
+    if (current.tries_left <= 0) {
+      throw new InvalidError(
+        'pairing_code_spent',
+        `The pairing code allowed ${pairingCodeTries} tries and they are used: ${askAgain}.`,
+        { title: 'Pairing code spent' },
+      );
+    }
+    const code = normalizePairingCode(typed);
+    if (code.length !== pairingCodeDigits) {
+      // Cannot be any code: a slip of the finger, which costs no try.
+      throw new InvalidError(
+        'wrong_pairing_code',
+        `A pairing code has ${pairingCodeDigits} digits; this has ${code.length}. Type the code the car shows.`,
+        {
+          title: 'Wrong pairing code',
+          errors: [{ path: '/body/code', message: `must have ${pairingCodeDigits} digits` }],
+        },
+      );
+    }
+    if (!pairingCodeMatches(code, { salt: current.salt, hash: current.code_hash })) {
+      const triesLeft = current.tries_left - 1;
+      await setTriesLeft(trx, deviceId, triesLeft);
+      if (triesLeft === 0) {
+        const withdrawn = await withdrawCommand(trx, current.command_id, 'The pairing code was spent.', now);
+        if (withdrawn) expired.push(withdrawn);
+      }
+      return { kind: 'wrong', triesLeft };
+    }
+    // The code is gone; its command goes on (the car says it showed it, or it expires with the
+    // code): typed right, it was shown.
+    const car = await setOwner(trx, deviceId, principal.accountId, now);
+    await deletePairingCode(trx, deviceId);
+    return { kind: 'paired', car: toApiCar(car) };
+  }
+
+  return {
+    /** Without `code`: the car is sent a code to show (202). With it: the caller owns the car (200). */
+    async pair(principal: Principal, deviceId: string, code: string | undefined): Promise<PairingResult> {
+      // Commands the transaction ended, counted once it commits.
+      const expired: string[] = [];
+      const decision = await db.transaction(async (trx): Promise<Decision> => {
+        expired.length = 0;
+        const { paired } = await lockPairable(trx, principal, deviceId);
+        if (paired) return paired;
+        return code === undefined
+          ? askForCode(trx, deviceId, expired)
+          : tryCode(trx, principal, deviceId, code, expired);
+      });
+      for (const name of expired) metrics.moved(name, 'expired');
+      switch (decision.kind) {
+        case 'wrong':
+          throw new InvalidError(
+            'wrong_pairing_code',
+            decision.triesLeft > 0
+              ? `That is not the code the car shows; ${decision.triesLeft} ${decision.triesLeft === 1 ? 'try is' : 'tries are'} left.`
+              : `That is not the code the car shows, and it was the last try: ${askAgain}.`,
+            { title: 'Wrong pairing code' },
+          );
+        case 'new_code':
+          metrics.moved(pairingCommand, 'queued');
+          outbox.wake();
+          return { kind: 'code_sent', sent: decision.sent };
+        default:
+          return decision;
+      }
+    },
+  };
+}
+
+export type PairingService = ReturnType<typeof createPairingService>;
