@@ -67,7 +67,7 @@ export function createServices(deps: {
     uploads,
     cars: createCarService({ db, clock, credentials: deps.credentials, broker: deps.broker }),
     carReports: createCarReportService({ db }),
-    ownership: createOwnershipService({ db, clock }),
+    ownership: createOwnershipService({ db, clock, metrics: commandMetrics }),
     miniApps: createMiniAppService({ db, clock, uploads }),
     idempotency: createIdempotencyService({ db, clock }),
     commandOutbox,

@@ -12,6 +12,7 @@ import { type CarCredential, provisionCars } from '@svc/car-simulator';
 import { redactDeviceId } from '@svc/sdk';
 import { afterAll, beforeAll, describe, test } from 'vitest';
 import { type Developer, signUpAdmin, signUpDeveloper } from './support/accounts.ts';
+import { makeOwner } from './support/cars.ts';
 import {
   type BareCar,
   carPath,
@@ -275,6 +276,31 @@ describe('car commands on the embedded broker', () => {
       token: admin.token,
     });
     assert.equal(status.body.state.doors_locked, true);
+  });
+
+  test('when the owner transfers the car then what they asked of it and not finished is expired and never reaches it, while an admin’s command goes on', async () => {
+    const [credential] = (await provision()) as [CarCredential];
+    const first = await signUpDeveloper(service.url);
+    const second = await signUpDeveloper(service.url);
+    await makeOwner(service, credential.deviceId, first);
+    const theirs = await commands.send(first.token, credential.deviceId, { name: 'doors.unlock' });
+    const admins = await commands.send(admin.token, credential.deviceId, { name: 'doors.lock' });
+    await commands.until(admin.token, credential.deviceId, theirs.body.command_id, 'sent');
+    await commands.until(admin.token, credential.deviceId, admins.body.command_id, 'sent');
+
+    const moved = await call(service.url, 'POST', carPath(credential.deviceId, 'transfer'), {
+      token: first.token,
+      body: { to_user: second.accountId },
+    });
+    assert.equal(moved.status, 200, JSON.stringify(moved.body));
+    const ended = await commands.read(admin.token, credential.deviceId, theirs.body.command_id);
+    assert.equal(ended.body.state, 'expired');
+    assert.match(ended.body.detail, /changed owner/);
+
+    // The car comes online: the admin's command is sent again, the old owner's is not.
+    const car = await bareCar(credential);
+    await receivedBy(car, admins.body.command_id);
+    assert.ok(!car.received.some((command) => command.command_id === theirs.body.command_id));
   });
 
   test('when a command is not final by its expiry then it is expired, is not sent to the car that comes back later, and stays expired', async () => {

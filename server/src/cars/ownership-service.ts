@@ -8,32 +8,55 @@
 import { findAccountById } from '../accounts/account-repository.ts';
 import type { Principal } from '../auth/principal.ts';
 import type { Clock } from '../clock.ts';
+import type { CommandMetrics } from '../commands/command-metrics.ts';
+import { withdrawCommandsOf } from '../commands/command-repository.ts';
 import { ConflictError, ForbiddenError, InvalidError } from '../errors.ts';
 import type { Db } from '../store/db.ts';
 import { findCarForUpdate, setCarOwner } from './car-repository.ts';
 import { type Car, toApiCar } from './car-service.ts';
 import { visibleCar } from './car-visibility.ts';
 
-export function createOwnershipService(deps: { db: Db; clock: Clock }) {
-  const { db, clock } = deps;
+const ownerChanged =
+  'The car changed owner before the command finished; a car that had already received it may still run it.';
+
+export function createOwnershipService(deps: { db: Db; clock: Clock; metrics: CommandMetrics }) {
+  const { db, clock, metrics } = deps;
+
+  /**
+   * Moves the car from `from` to `to` (null: unpaired) and ends what `from` asked of it, in the
+   * caller's transaction; the ended commands are counted once it commits.
+   */
+  async function changeOwner(trx: Db, deviceId: string, from: string, to: string | null) {
+    const at = clock();
+    const car = await setCarOwner(trx, deviceId, { owner_id: to, paired_at: to === null ? null : at });
+    const ended = await withdrawCommandsOf(trx, deviceId, from, ownerChanged, at);
+    return { car: toApiCar(car), ended };
+  }
+
+  function counted({ car, ended }: { car: Car; ended: string[] }): Car {
+    for (const name of ended) metrics.moved(name, 'expired');
+    return car;
+  }
+
   return {
     /** The car without owner; 409 `car_not_paired` when it has none. */
-    unpair(principal: Principal, deviceId: string): Promise<Car> {
-      return db.transaction(async (trx) => {
+    async unpair(principal: Principal, deviceId: string): Promise<Car> {
+      const changed = await db.transaction(async (trx) => {
         const row = visibleCar(principal, deviceId, await findCarForUpdate(trx, deviceId));
         if (row.owner_id === null) {
           throw new ConflictError('car_not_paired', `The car ${deviceId} is not paired with anyone.`);
         }
-        return toApiCar(await setCarOwner(trx, deviceId, { owner_id: null, paired_at: null }));
+        return changeOwner(trx, deviceId, row.owner_id, null);
       });
+      return counted(changed);
     },
 
     /**
      * The car, now `toUser`'s, paired from now on. An admin who is not the owner is refused: moving
      * a car to someone is its owner's choice; an admin ends a pairing with unpair instead.
      */
-    transfer(principal: Principal, deviceId: string, toUser: string): Promise<Car> {
-      return db.transaction(async (trx) => {
+    async transfer(principal: Principal, deviceId: string, toUser: string): Promise<Car> {
+      const changed = await db.transaction(async (trx) => {
         const row = visibleCar(principal, deviceId, await findCarForUpdate(trx, deviceId));
         if (row.owner_id !== principal.accountId) {
           throw new ForbiddenError(
@@ -41,15 +64,16 @@ export function createOwnershipService(deps: { db: Db; clock: Clock }) {
             `Only the owner of ${deviceId} may transfer it; an admin may unpair it instead (POST …/unpair).`,
           );
         }
-        if (toUser === principal.accountId) return toApiCar(row);
+        if (toUser === principal.accountId) return { car: toApiCar(row), ended: [] };
         if (!(await findAccountById(trx, toUser))) {
           throw new InvalidError(
             'unknown_account',
             `No account has the id ${toUser}: ask the new owner for their account id (GET /api/v1/dev/me shows it).`,
           );
         }
-        return toApiCar(await setCarOwner(trx, deviceId, { owner_id: toUser, paired_at: clock() }));
+        return changeOwner(trx, deviceId, principal.accountId, toUser);
       });
+      return counted(changed);
     },
   };
 }

@@ -219,3 +219,24 @@ export async function failCommand(
   );
   return (rows as { name: string }[])[0]?.name;
 }
+
+/**
+ * Ends what `owner` asked of the car and is not final yet, when the car stops being theirs
+ * (unpair, transfer): a new owner must not find the last one's `doors.unlock` arriving. `expired`
+ * with `detail`; the names of those moved, for the metrics. Commands an admin made go on.
+ */
+export async function withdrawCommandsOf(
+  db: Db,
+  deviceId: string,
+  owner: string,
+  detail: string,
+  at: Date,
+): Promise<string[]> {
+  const { rows } = await db.raw(
+    `update car_commands set state = 'expired', detail = ?, updated_at = ?
+     where device_id = ? and created_by = ? and state = any(?::text[])
+     returning name`,
+    [detail, at, deviceId, owner, pending],
+  );
+  return (rows as { name: string }[]).map((row) => row.name);
+}
