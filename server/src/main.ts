@@ -6,6 +6,7 @@ import type { AdminCode } from './accounts/admin-codes.ts';
 import { createApp, ListenError, type Listener } from './app.ts';
 import { type Config, ConfigError, loadConfig } from './config.ts';
 import { createLogger } from './logger.ts';
+import { BrokerSetupError } from './mqtt/broker.ts';
 import {
   DataDirInUse,
   type DataDirLock,
@@ -154,6 +155,7 @@ async function main(): Promise<void> {
     const message =
       error instanceof ListenError ? portTaken(placeOf(config, error.settings), error) : undefined;
     if (message) refuse(message);
+    if (error instanceof BrokerSetupError) refuse(error.message);
     // Start-up failures go through the operator's log like any other, never as a raw stack.
     const unreachable = config.databaseUrl ? storeUnavailableReason(error) : undefined;
     if (unreachable) {

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, request } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, test } from 'vitest';
 import { call } from './support/http.ts';
+import { startMosquitto } from './support/mosquitto.ts';
 import { exitOf, startServiceProcess } from './support/service-process.ts';
 
 const startProcess = (dataDir: string) => startServiceProcess({ dataDir });
@@ -209,6 +210,65 @@ describe('npm start', () => {
     } finally {
       blocker.close();
       rmSync(portDataDir, { recursive: true, force: true });
+    }
+  });
+
+  test('when MQTT_PASSWORD is wrong, or the broker has no dynamic-security plugin, then one line says which settings, with exit 2 and no stack', async () => {
+    const mosquitto = await startMosquitto();
+    const dataDir = mkdtempSync(join(tmpdir(), 'svc-data-mqtt-url-'));
+    try {
+      const wrong = await runToExit({
+        PORT: '0',
+        DATA_DIR: dataDir,
+        MQTT_URL: mosquitto.url,
+        MQTT_USERNAME: mosquitto.admin.username,
+        MQTT_PASSWORD: 'not-the-password',
+      });
+      assert.equal(wrong.code, 2, wrong.stderr);
+      assert.equal(wrong.stderr.trim().split('\n').length, 1, wrong.stderr);
+      assert.match(
+        wrong.stderr,
+        /^svc: cannot sign in to the broker at MQTT_URL \S+ as MQTT_USERNAME svc-admin: Connection refused: Not authorized\n$/,
+      );
+
+      // An account without the plugin's admin role: Mosquitto answers it on the control topic as
+      // little as a Mosquitto without the plugin answers anyone.
+      const account = { username: 'svc-no-control', password: 'no-control-secret' };
+      const port = new URL(mosquitto.url).port;
+      const ctrl = [
+        '-h',
+        '127.0.0.1',
+        '-p',
+        port,
+        '-u',
+        mosquitto.admin.username,
+        '-P',
+        mosquitto.admin.password,
+      ];
+      execFileSync('mosquitto_ctrl', [
+        ...ctrl,
+        'dynsec',
+        'createClient',
+        account.username,
+        '-p',
+        account.password,
+      ]);
+      const denied = await runToExit({
+        PORT: '0',
+        DATA_DIR: dataDir,
+        MQTT_URL: mosquitto.url,
+        MQTT_USERNAME: account.username,
+        MQTT_PASSWORD: account.password,
+      });
+      assert.equal(denied.code, 2, denied.stderr);
+      assert.equal(denied.stderr.trim().split('\n').length, 1, denied.stderr);
+      assert.match(
+        denied.stderr,
+        /^svc: the broker at MQTT_URL \S+ gave MQTT_USERNAME svc-no-control no answer on \$CONTROL\/dynamic-security\/v1: load the dynamic-security plugin/,
+      );
+    } finally {
+      await mosquitto.stop();
+      rmSync(dataDir, { recursive: true, force: true });
     }
   });
 

@@ -6,6 +6,12 @@ import { redactDeviceId } from '@svc/sdk';
 import { parseCarTopic } from '../../../generated/mqtt.ts';
 import type { BrokerAccounts } from './broker-accounts.ts';
 
+/**
+ * The broker named by MQTT_URL cannot be used as set up: the operator's to fix, said in one line
+ * naming the settings (main.ts prints it and exits 2), never a stack.
+ */
+export class BrokerSetupError extends Error {}
+
 /** A user name and password on the broker. */
 export interface BrokerSignIn {
   username: string;

@@ -9,7 +9,7 @@ import { connectAsync, type MqttClient } from 'mqtt';
 import { carTopic, carTopicFilter, serviceReceives, serviceSends } from '../../../generated/mqtt.ts';
 import { UnavailableError } from '../errors.ts';
 import type { Logger } from '../logger.ts';
-import type { ServiceBroker } from './broker.ts';
+import { BrokerSetupError, type ServiceBroker } from './broker.ts';
 import type { BrokerAccount, BrokerAccounts } from './broker-accounts.ts';
 
 const controlTopic = '$CONTROL/dynamic-security/v1';
@@ -74,6 +74,13 @@ interface DynsecResponse {
   command: string;
   error?: string;
   correlationData?: string;
+}
+
+/** Why mqtt.js could not sign in, said once (its messages may repeat the broker's reason). */
+function signInFailure(error: unknown): string {
+  const message = error instanceof Error ? error.message : String(error);
+  const parts = message.split(': ');
+  return parts.filter((part, index) => parts.indexOf(part) === index).join(': ');
 }
 
 function brokerUnavailable(): UnavailableError {
@@ -190,8 +197,8 @@ export function createMosquittoBroker(deps: {
           false,
         );
       } catch (error) {
-        throw new Error(
-          `cannot sign in to the broker at MQTT_URL ${deps.url} as MQTT_USERNAME ${deps.username}: ${(error as Error).message}`,
+        throw new BrokerSetupError(
+          `cannot sign in to the broker at MQTT_URL ${deps.url} as MQTT_USERNAME ${deps.username}: ${signInFailure(error)}`,
           { cause: error },
         );
       }
@@ -202,8 +209,12 @@ export function createMosquittoBroker(deps: {
         await client.subscribeAsync(responseTopic, { qos: 1 });
         check((await control([{ command: 'getDefaultACLAccess' }]))[0]);
       } catch {
-        throw new Error(
-          `MQTT_USERNAME ${deps.username} may not use ${controlTopic} on the broker at MQTT_URL ${deps.url}: give it the dynamic-security admin role`,
+        // Mosquitto answers nothing both when the plugin is not loaded and when the account may
+        // not publish there, so the line names both.
+        await client.endAsync().catch(() => undefined);
+        client = undefined;
+        throw new BrokerSetupError(
+          `the broker at MQTT_URL ${deps.url} gave MQTT_USERNAME ${deps.username} no answer on ${controlTopic}: load the dynamic-security plugin in mosquitto.conf and give that account its admin role (README "The broker")`,
         );
       }
       return deps.url;
