@@ -76,6 +76,17 @@ describe('the HTTP surface', () => {
       headers: { 'content-type': 'application/x-www-form-urlencoded' },
     });
     assertProblem(reply, 415, 'unsupported_media_type');
+    assert.match(reply.body.detail, /send the body as JSON, with Content-Type: application\/json/);
+  });
+
+  test('when a body names a brand that does not exist then 422 unknown_brand, as in a device id', async () => {
+    const admin = await signUpDeveloper(url);
+    const reply = await call(url, 'POST', '/api/v1/cars/brand_a%3A1HGCM82633A004352/pair', {
+      token: admin.token,
+      body: { brand: 'brand_x' },
+    });
+    assertProblem(reply, 422, 'unknown_brand');
+    assert.match(reply.body.detail, /\/body\/brand names no known brand: use one of brand_a, brand_b/);
   });
 
   test('when a query parameter is unknown then 400 naming it', async () => {

@@ -6,6 +6,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { NextFunction, Request, Response } from 'express';
+import { brands } from '../../../generated/brands.ts';
 import { multilineTextPatternSource, textPatternSource } from '../../../generated/patterns.ts';
 import { DomainError } from '../errors.ts';
 import type { Logger } from '../logger.ts';
@@ -40,6 +41,17 @@ const textRuleMessages = new Set(
 );
 const textRuleBroken = 'must not hold control characters';
 
+/** The validator's words, where they would puzzle a person. */
+function validatorMessage(message: string | undefined): string {
+  if (message === undefined) return 'is not valid';
+  if (textRuleMessages.has(message)) return textRuleBroken;
+  return message;
+}
+
+const isUnknownBrand = (item: { path: string; message: string }) =>
+  /^\/body\/(.+\/)?brand$/.test(item.path) &&
+  item.message.startsWith('must be equal to one of the allowed values');
+
 /** `.body.public_key` / `/body/public_key` → `/body/public_key`. */
 function pointer(path: string | undefined): string {
   return `/${(path ?? '').replace(/^[./]+/, '').replaceAll('.', '/')}`;
@@ -63,7 +75,7 @@ function toProblemError(error: unknown, limitBytes: number): ProblemError | unde
   if (!code) return undefined;
   const errors = e.errors?.map((item) => ({
     path: pointer(item.path),
-    message: textRuleMessages.has(item.message ?? '') ? textRuleBroken : (item.message ?? 'is not valid'),
+    message: validatorMessage(item.message),
   }));
   // Well-formed JSON whose only fault is a control character in free text is unprocessable
   // content, not a malformed request: 422, as the contract's Text schema says.
@@ -73,6 +85,22 @@ function toProblemError(error: unknown, limitBytes: number): ProblemError | unde
       'invalid_text',
       errors.map((item) => `${item.path} ${item.message}`).join('; '),
       { errors },
+    );
+  }
+  // A brand the contract does not know, in a body, is the device-id rule's 422 (as in an id).
+  if (status === 400 && errors?.length && errors.every(isUnknownBrand)) {
+    return new ProblemError(
+      422,
+      'unknown_brand',
+      `${errors.map((item) => item.path).join(', ')} names no known brand: use one of ${brands.join(', ')}.`,
+      { title: 'Invalid device id', errors },
+    );
+  }
+  if (status === 415) {
+    return new ProblemError(
+      415,
+      code,
+      `${e.message ?? 'Unsupported media type'}: send the body as JSON, with Content-Type: application/json.`,
     );
   }
   const detail =
