@@ -177,7 +177,11 @@ function checkNativeId(brand: Brand, nativeId: string, deviceId: string): void {
         `holds ${quote(unsafe)}, and no native id may hold ":", "/", "+", "#", ` +
         'whitespace or control characters';
     } else if (!pattern.test(nativeId)) {
-      problem = `does not match the ${brand} format ${pattern.source}`;
+      const upper = nativeId.toUpperCase();
+      problem =
+        upper !== nativeId && pattern.test(upper)
+          ? `does not match the ${brand} format ${pattern.source}: write its letters in upper case`
+          : `does not match the ${brand} format ${pattern.source}`;
     } else {
       return;
     }

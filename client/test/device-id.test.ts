@@ -183,6 +183,21 @@ describe('validateDeviceId accepts', () => {
     });
   }
 
+  test('when a VIN is written in lower case then the error says to write it in upper case', () => {
+    assert.throws(
+      () => validateDeviceId(`brand_a:${vin.toLowerCase()}`),
+      (error: unknown) =>
+        error instanceof DeviceIdError &&
+        error.code === 'invalid_native_id' &&
+        /write its letters in upper case$/.test(error.message),
+    );
+    // A native id that is wrong in other ways gets no such advice.
+    assert.throws(
+      () => validateDeviceId(`brand_a:${vin.slice(1)}`),
+      (error: unknown) => error instanceof DeviceIdError && !/upper case/.test(error.message),
+    );
+  });
+
   test('when the brand option is undefined then no agreement is required', () => {
     assert.deepEqual(validateDeviceId(brandAId, { brand: undefined }), { brand: 'brand_a', nativeId: vin });
   });

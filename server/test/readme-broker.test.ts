@@ -11,7 +11,7 @@ const readme = readFileSync(join(import.meta.dirname, '../../README.md'), 'utf8'
 describe('README, the broker', () => {
   test("when an operator pastes the role commands then the role holds exactly the service's row", () => {
     const pasted = [...readme.matchAll(/^ {3}ctl addRoleACL svc-bridge (\w+) '([^']+)' allow$/gm)].map(
-      ([, acltype, topic]) => ({ acltype, topic, allow: true }),
+      ([, acltype = '', topic = '']) => ({ acltype, topic, allow: true }),
     );
     const byTopic = (a: { topic: string }, b: { topic: string }) => a.topic.localeCompare(b.topic);
     assert.deepEqual(pasted.sort(byTopic), [...serviceRoleAcls].sort(byTopic));
