@@ -71,7 +71,7 @@ export class SimulatedCar {
   private readonly lastAcks = new Map<string, CarCommandAck>();
   private readonly timers: NodeJS.Timeout[] = [];
   private client: MqttClient | undefined;
-  private stopping: Promise<void> | undefined;
+  private stopping: Promise<boolean> | undefined;
   /** When the car made its current connection (its will's and its `online`'s `at`). */
   private connectedAt: Date;
 
@@ -344,17 +344,21 @@ export class SimulatedCar {
     return { ...command, args: isObject(command.args) ? command.args : {} } as CarCommand;
   }
 
-  /** Says `offline` (a clean disconnect sends no last will) and disconnects; safe to call twice. */
-  stop(): Promise<void> {
+  /**
+   * Says `offline` (a clean disconnect sends no last will) and disconnects; safe to call twice.
+   * Whether the car was online: not when it had stopped already, or was between connections.
+   */
+  stop(): Promise<boolean> {
     this.stopping ??= this.disconnect();
     return this.stopping;
   }
 
-  private async disconnect(): Promise<void> {
+  private async disconnect(): Promise<boolean> {
     for (const timer of this.timers) clearTimeout(timer);
     const client = this.client;
-    if (!client) return;
-    if (client.connected) {
+    if (!client) return false;
+    const online = client.connected;
+    if (online) {
       try {
         await client.publishAsync(this.topic('presence'), JSON.stringify(this.presence('offline')), {
           qos: carTopicQos.presence,
@@ -365,5 +369,6 @@ export class SimulatedCar {
       }
     }
     await client.endAsync(!client.connected);
+    return online;
   }
 }

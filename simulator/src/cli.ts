@@ -1,10 +1,11 @@
 /** `svc-car-sim`: flags → cars → a running fleet until Ctrl-C. Exit 0 when stopped, 1 when it failed, 2 on bad flags. */
 import { parseArgs } from 'node:util';
 import { type Brand, brands, isBrand } from '@svc/sdk';
+import { checkBroker } from './broker-check.ts';
 import type { CarCredential } from './car.ts';
-import { readCredentialsFile, writeCredentialsFile } from './credentials.ts';
+import { createCredentialsFile, readCredentialsFile } from './credentials.ts';
 import { formatDuration, parseDuration } from './duration.ts';
-import { SimulatorError } from './errors.ts';
+import { type RefusedCredentialError, SimulatorError } from './errors.ts';
 import { provisionCars } from './provisioning.ts';
 import { defaultMqttUrl, startSimulator, type TextSink } from './simulator.ts';
 
@@ -19,6 +20,8 @@ export interface CliContext {
 const defaultApiUrl = 'http://127.0.0.1:8080';
 const defaultStatusEvery = 10_000;
 const defaultTelemetryEvery = 1000;
+/** How long the broker (and then each car) may take to answer a connection. */
+const connectTimeoutMs = 10_000;
 
 export const usage = `svc-car-sim: simulated cars on the svc broker
 
@@ -27,17 +30,24 @@ Each car signs in with its credential (client id = user name = its device id) an
 and answers the commands it receives. Ctrl-C: every car says "offline" and disconnects.
 
 Usage:
-  svc-car-sim --credentials cars.json [--cars N] [options]
-  svc-car-sim --cars N [--api-url URL] [--token TOKEN] [--save-credentials cars.json] [options]
+  svc-car-sim --credentials FILE [--cars N] [options]
+  svc-car-sim --cars N [--api-url URL] [--token TOKEN] [--save-credentials FILE] [options]
 
 Cars:
-  --credentials FILE       a JSON list of {"device_id", "password"}, one per car (what
-                           provisioning returned); with --cars N, only the first N
+  --credentials FILE       a JSON list, one entry per car, each one of:
+                             {"device_id", "password"} (what --save-credentials writes)
+                             {"car": {"device_id", …}, "mqtt": {"username", "password", …}}
+                               (the answer of POST /api/v1/admin/cars, as it came)
+                             {"username", "password"} (the answer of POST …/credential)
+                           with --cars N, only the first N. A car the broker refuses is
+                           left out, saying so, and the others drive (a rotated password:
+                           put the new one in FILE)
   --cars N                 without --credentials: provision N new cars through the admin API
   --api-url URL            the service to provision them with (default $SVC_API_URL, else ${defaultApiUrl})
-  --token TOKEN            an admin's access token (default $SVC_TOKEN)
+  --token TOKEN            an admin's access token (default $SVC_TOKEN, which ps does not show)
   --brand BRAND            the brand of the new cars: ${brands.join(', ')} (default brand_a)
-  --save-credentials FILE  keep the new cars' credentials, for a later --credentials run
+  --save-credentials FILE  keep the new cars' passwords (shown once), for a later --credentials
+                           run: a new file, mode 600, best outside the checkout
 
 Broker and rates:
   --mqtt-url URL           the broker: the MQTT line npm start printed (default $SVC_MQTT_URL, else ${defaultMqttUrl})
@@ -47,8 +57,9 @@ Broker and rates:
   -h, --help               this help
 
 Examples:
-  svc-car-sim --cars 5 --api-url http://127.0.0.1:8080 --token "$ADMIN_TOKEN" --save-credentials cars.json
-  svc-car-sim --credentials cars.json --telemetry-every 200ms
+  SVC_TOKEN="$ADMIN_TOKEN" svc-car-sim --cars 5 --save-credentials ~/svc-cars.json
+  svc-car-sim --credentials ~/svc-cars.json --telemetry-every 200ms --mqtt-url mqtt://127.0.0.1:1884
+                           (the MQTT line of MQTT_PORT=1884 npm start, where a Mosquitto holds 1883)
 `;
 
 /** A mistake in the flags: the message, then a pointer to --help; exit 2. */
@@ -117,7 +128,13 @@ function apiUrl(text: string, from: string): string {
   throw new UsageError(`${from} must be an http:// or https:// URL such as ${defaultApiUrl}, not "${text}"`);
 }
 
-async function chooseCars(values: Flags, context: CliContext): Promise<CarCredential[]> {
+/** Where the cars come from: a credentials file, or new cars the admin API provisions. */
+type CarSource =
+  | { kind: 'file'; path: string; credentials: CarCredential[] }
+  | { kind: 'new'; apiUrl: string; token: string; count: number; brand: Brand; savePath: string | undefined };
+
+/** Which cars, from the flags; reads a credentials file but provisions nothing yet. */
+async function chooseCars(values: Flags, context: CliContext): Promise<CarSource> {
   const wanted = count(values.cars);
   if (values.credentials !== undefined) {
     for (const flag of ['api-url', 'token', 'brand', 'save-credentials'] as const) {
@@ -128,7 +145,11 @@ async function chooseCars(values: Flags, context: CliContext): Promise<CarCreden
     if (wanted !== undefined && wanted > credentials.length) {
       throw new UsageError(`--cars ${wanted}, but ${values.credentials} holds ${credentials.length} car(s)`);
     }
-    return credentials.slice(0, wanted ?? credentials.length);
+    return {
+      kind: 'file',
+      path: values.credentials,
+      credentials: credentials.slice(0, wanted ?? credentials.length),
+    };
   }
   if (wanted === undefined) {
     throw new UsageError(
@@ -145,11 +166,31 @@ async function chooseCars(values: Flags, context: CliContext): Promise<CarCreden
       : context.env.SVC_API_URL
         ? apiUrl(context.env.SVC_API_URL, 'SVC_API_URL')
         : defaultApiUrl;
-  const credentials = await provisionCars({ apiUrl: url, token, count: wanted, brand: brand as Brand });
-  context.stderr.write(`provisioned ${credentials.length} car(s) of ${brand} at ${url}\n`);
-  if (values['save-credentials'] !== undefined) {
-    await writeCredentialsFile(values['save-credentials'], credentials);
-    context.stderr.write(`saved their credentials to ${values['save-credentials']}\n`);
+  return { kind: 'new', apiUrl: url, token, count: wanted, brand, savePath: values['save-credentials'] };
+}
+
+/**
+ * Provisions the new cars, once the broker has answered and the file for their passwords is
+ * claimed: a failure after provisioning would orphan cars whose passwords no one has.
+ */
+async function provision(
+  source: Extract<CarSource, { kind: 'new' }>,
+  context: CliContext,
+): Promise<CarCredential[]> {
+  const file = source.savePath === undefined ? undefined : await createCredentialsFile(source.savePath);
+  let credentials: CarCredential[];
+  try {
+    credentials = await provisionCars(source);
+  } catch (error) {
+    await file?.discard();
+    throw error;
+  }
+  context.stderr.write(`provisioned ${credentials.length} car(s) of ${source.brand} at ${source.apiUrl}\n`);
+  if (file) {
+    await file.save(credentials);
+    context.stderr.write(
+      `saved their credentials to ${source.savePath} (it holds their passwords: readable by you only)\n`,
+    );
   } else {
     // The passwords are shown once by the service: without them these cars cannot be run again.
     context.stderr.write(
@@ -157,6 +198,24 @@ async function chooseCars(values: Flags, context: CliContext): Promise<CarCreden
     );
   }
   return credentials;
+}
+
+/** One line on a car the broker refused at the start, saying how to get it back. */
+function leftOutLine(problem: RefusedCredentialError, source: CarSource, broker: string): string {
+  if (source.kind === 'new') {
+    return `car ${problem.deviceId}: the broker at ${broker} refused the password the service at ${source.apiUrl} just gave it; it does not start: is --mqtt-url the MQTT address npm start printed for that service?`;
+  }
+  const path = `/api/v1/admin/cars/${encodeURIComponent(problem.deviceId)}/credential`;
+  return `${problem.message}; it does not start: rotate its credential (POST ${path}) and put the new password in ${source.path}, or remove the car from ${source.path}`;
+}
+
+/** Why not one car started, every one of them refused (each said so above). */
+function noCarStarted(source: CarSource, broker: string): string {
+  if (source.kind === 'new') {
+    const rerun = source.savePath === undefined ? '' : `, and run them with --credentials ${source.savePath}`;
+    return `no car could start: the broker at ${broker} refused every car the service at ${source.apiUrl} provisioned: pass the MQTT address npm start printed for that service as --mqtt-url${rerun}`;
+  }
+  return `no car could start: the broker at ${broker} refused every car of ${source.path}: give them new passwords (above), or provision new cars with --cars N`;
 }
 
 async function run(argv: readonly string[], context: CliContext): Promise<void> {
@@ -168,19 +227,36 @@ async function run(argv: readonly string[], context: CliContext): Promise<void> 
   const statusEveryMs = duration(values['status-every'], '--status-every', defaultStatusEvery);
   const telemetryEveryMs = duration(values['telemetry-every'], '--telemetry-every', defaultTelemetryEvery);
   const broker = mqttUrl(values['mqtt-url'] ?? (context.env.SVC_MQTT_URL || undefined));
-  const cars = await chooseCars(values, context);
+  const source = await chooseCars(values, context);
+  const answer = await checkBroker(broker, connectTimeoutMs);
+  if (answer.anonymousAccepted) {
+    context.stderr.write(
+      `warning: the broker at ${broker} let in a client without a password, which the service's own broker never does: is it another broker (a system Mosquitto)? Use the MQTT address npm start printed\n`,
+    );
+  }
+  const cars = source.kind === 'file' ? source.credentials : await provision(source, context);
   if (context.stop.aborted) return;
 
+  let leftOut = 0;
   const simulator = await startSimulator({
     mqttUrl: broker,
     cars,
     statusEveryMs,
     telemetryEveryMs,
+    connectTimeoutMs,
     output: context.stdout,
     warnings: context.stderr,
+    leftOut: (problem) => {
+      leftOut += 1;
+      context.stderr.write(`${leftOutLine(problem, source, broker)}\n`);
+    },
+  }).catch((error: unknown) => {
+    if (leftOut === cars.length) throw new SimulatorError(noCarStarted(source, broker));
+    throw error;
   });
+  const notStarted = leftOut === 0 ? '' : ` (${leftOut} refused, above)`;
   context.stderr.write(
-    `${cars.length} car(s) online at ${broker}: status every ${formatDuration(statusEveryMs)}, telemetry every ${formatDuration(telemetryEveryMs)}; Ctrl-C to stop\n`,
+    `${simulator.cars.length} car(s) online at ${broker}${notStarted}: status every ${formatDuration(statusEveryMs)}, telemetry every ${formatDuration(telemetryEveryMs)}; Ctrl-C to stop\n`,
   );
   for (const car of simulator.cars) context.stderr.write(`  ${car.deviceId}\n`);
   const ended = await Promise.race([
@@ -190,13 +266,14 @@ async function run(argv: readonly string[], context: CliContext): Promise<void> 
     }),
     simulator.allRefused.then(() => 'refused' as const),
   ]);
-  await simulator.stop();
+  const online = await simulator.stop();
   if (ended === 'refused') {
     throw new SimulatorError(
       'the broker refused every car its password: give the new credentials (--credentials), or provision new cars',
     );
   }
-  context.stderr.write(`${cars.length} car(s) offline\n`);
+  // The cars the broker dropped (rotated, decommissioned) said so when they stopped.
+  context.stderr.write(`${online} car(s) offline\n`);
 }
 
 /** Runs the command; the exit code: 0 stopped, 1 the simulator failed, 2 bad flags. */

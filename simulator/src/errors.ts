@@ -1,7 +1,18 @@
 /** The simulator's user-facing failures: a message that says what to do, printed without a stack. */
 
 export class SimulatorError extends Error {
-  override readonly name = 'SimulatorError';
+  override readonly name: string = 'SimulatorError';
+}
+
+/** The broker refused one car's user name or password: that car's trouble, not the fleet's. */
+export class RefusedCredentialError extends SimulatorError {
+  override readonly name = 'RefusedCredentialError';
+  readonly deviceId: string;
+
+  constructor(deviceId: string, message: string) {
+    super(message);
+    this.deviceId = deviceId;
+  }
 }
 
 interface ErrorWithCode {
@@ -27,19 +38,26 @@ export function isRefusedCredential(error: unknown): boolean {
   return typeof code === 'number' && refusedCredential.has(code);
 }
 
+/** The network's reason no connection was made (refused, no such host…), or undefined when it is another. */
+export function describeUnreachable(error: unknown, mqttUrl: string): SimulatorError | undefined {
+  const { code } = (error ?? {}) as ErrorWithCode;
+  if (typeof code !== 'string' || !(code in networkReasons)) return undefined;
+  return new SimulatorError(
+    `cannot reach the broker at ${mqttUrl} (${networkReasons[code]}): is the service running, and is --mqtt-url right?`,
+  );
+}
+
 /** Why one car could not connect, in the operator's words. */
 export function describeConnectError(error: unknown, deviceId: string, mqttUrl: string): SimulatorError {
   const { code, message } = (error ?? {}) as ErrorWithCode;
   if (typeof code === 'number' && refusedCredential.has(code)) {
-    return new SimulatorError(
+    return new RefusedCredentialError(
+      deviceId,
       `car ${deviceId}: the broker at ${mqttUrl} refused its password: it is wrong, or it was rotated or the car decommissioned since the credentials were saved`,
     );
   }
-  if (typeof code === 'string' && code in networkReasons) {
-    return new SimulatorError(
-      `cannot reach the broker at ${mqttUrl} (${networkReasons[code]}): is the service running, and is --mqtt-url right?`,
-    );
-  }
+  const unreachable = describeUnreachable(error, mqttUrl);
+  if (unreachable) return unreachable;
   const detail = typeof message === 'string' && message !== '' ? message : String(error);
   return new SimulatorError(`car ${deviceId}: cannot connect to the broker at ${mqttUrl}: ${detail}`);
 }

@@ -1,6 +1,7 @@
 /** A fleet of simulated cars on one broker: `startSimulator` connects them all, `stop()` takes them off. */
 import type { CarTopicSuffix } from '../../generated/mqtt.ts';
 import { type CarCredential, type InstalledApp, SimulatedCar } from './car.ts';
+import { RefusedCredentialError, SimulatorError } from './errors.ts';
 import { Route, type Waypoint } from './route.ts';
 
 export interface TextSink {
@@ -34,19 +35,29 @@ export interface SimulatorOptions {
   reconnectPeriodMs?: number;
   /** Told of each message a car got to the broker (QoS 1: once acknowledged), e.g. to count them. */
   sent?(deviceId: string, suffix: CarTopicSuffix): void;
+  /**
+   * Given, a car whose password (or id) the broker refuses at the start is told here and left
+   * out, and the others drive, as a car refused while running stops alone; the start fails only
+   * when no car could connect. Without it one refused car fails the start: a test or a benchmark
+   * wants every car it named.
+   */
+  leftOut?(problem: RefusedCredentialError): void;
 }
 
 export interface Simulator {
   readonly cars: readonly SimulatedCar[];
-  /** Every car says `offline` and disconnects. */
-  stop(): Promise<void>;
+  /** Every car says `offline` and disconnects; how many were online (not those stopped or reconnecting already). */
+  stop(): Promise<number>;
   /** Settles once the broker has refused every car's password on a reconnection (all stopped). */
   readonly allRefused: Promise<void>;
 }
 
 export const defaultMqttUrl = 'mqtt://127.0.0.1:1883';
 
-/** Connects every car; when one cannot, disconnects those that did and throws its SimulatorError. */
+/**
+ * Connects every car; when one cannot, disconnects those that did and throws its SimulatorError
+ * (with `leftOut`, a refused password leaves that car out instead).
+ */
 export async function startSimulator(options: SimulatorOptions): Promise<Simulator> {
   const route = new Route(options.route);
   const output = options.output ?? process.stdout;
@@ -56,6 +67,9 @@ export async function startSimulator(options: SimulatorOptions): Promise<Simulat
   let failure: unknown;
   let next = 0;
   let refusedCars = 0;
+  let leftOutCars = 0;
+  /** How many cars the start connected; a refusal counts against these once it is known. */
+  let running: number | undefined;
   let everyCarRefused = () => {};
   const allRefused = new Promise<void>((resolve) => {
     everyCarRefused = resolve;
@@ -84,12 +98,17 @@ export async function startSimulator(options: SimulatorOptions): Promise<Simulat
           reconnectPeriodMs: options.reconnectPeriodMs ?? 1000,
           refused: () => {
             refusedCars += 1;
-            if (refusedCars === total) everyCarRefused();
+            if (refusedCars === running) everyCarRefused();
           },
           sent: options.sent && ((suffix) => options.sent?.(credential.deviceId, suffix)),
         });
       } catch (error) {
-        failure ??= error;
+        if (options.leftOut && error instanceof RefusedCredentialError) {
+          leftOutCars += 1;
+          options.leftOut(error);
+        } else {
+          failure ??= error;
+        }
       }
     }
   }
@@ -98,11 +117,20 @@ export async function startSimulator(options: SimulatorOptions): Promise<Simulat
   await Promise.all(Array.from({ length: lanes }, startNext));
   const cars = started.filter((car): car is SimulatedCar => car !== undefined);
   const stop = async () => {
-    await Promise.all(cars.map((car) => car.stop()));
+    const online = await Promise.all(cars.map((car) => car.stop()));
+    return online.filter(Boolean).length;
   };
   if (failure !== undefined) {
     await stop();
     throw failure;
   }
+  if (cars.length === 0 && leftOutCars > 0) {
+    throw new SimulatorError(
+      `the broker at ${options.mqttUrl ?? defaultMqttUrl} refused every car (${leftOutCars}): none could start`,
+    );
+  }
+  running = cars.length;
+  // Cars refused on a reconnection while the others were still starting.
+  if (running > 0 && refusedCars === running) everyCarRefused();
   return { cars, stop, allRefused };
 }

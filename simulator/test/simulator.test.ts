@@ -272,7 +272,7 @@ describe('a car on the broker', () => {
     const car = newCar();
     const simulator = await simulate([car]);
     await broker.waitFor((m) => m.topic === topicOf(car, 'presence'));
-    await simulator.stop();
+    assert.equal(await simulator.stop(), 1, 'one car was online');
     const offline = broker.published.filter((m) => m.topic === topicOf(car, 'presence')).at(-1) as Published;
     assert.deepEqual(
       [offline.clientId, payload(offline).state, offline.retain],
@@ -294,5 +294,39 @@ describe('a car on the broker', () => {
     );
     await new Promise((resolve) => setTimeout(resolve, 50));
     assert.equal(broker.isConnected(good.deviceId), false);
+  });
+
+  test('when leftOut is given and one password is refused then that car is told there, the others drive, and allRefused waits for the cars that started', async () => {
+    const good = newCar();
+    const bad = { ...newCar(), password: 'mq_rotated-since' };
+    const leftOut: string[] = [];
+    const warnings: string[] = [];
+    running = await startSimulator({
+      mqttUrl: broker.url,
+      cars: [bad, good],
+      reconnectPeriodMs: 50,
+      warnings: { write: (line: string) => warnings.push(line) > 0 },
+      leftOut: (problem) => leftOut.push(`${problem.deviceId} ${problem.message}`),
+    });
+    assert.deepEqual(
+      running.cars.map((car) => car.deviceId),
+      [good.deviceId],
+    );
+    assert.equal(leftOut.length, 1);
+    assert.ok(
+      leftOut[0]?.startsWith(
+        `${bad.deviceId} car ${bad.deviceId}: the broker at ${broker.url} refused its password`,
+      ),
+    );
+    assert.equal(broker.isConnected(good.deviceId), true);
+
+    // The one car that started is rotated: now every car the simulator runs is refused.
+    passwords.set(good.deviceId, 'mq_rotated-too');
+    broker.dropClient(good.deviceId);
+    await running.allRefused;
+    assert.ok(
+      warnings.some((line) => line.includes(`car ${good.deviceId}`) && line.includes('this car stops')),
+    );
+    assert.equal(await running.stop(), 0, 'no car left online');
   });
 });
