@@ -188,10 +188,11 @@ describe('uploads on several replicas of one store and data folder', () => {
 
     const stalledPut = startPut(stalledTarget.upload_url, stalled);
     stalledPut.send(stalled.bytes.subarray(0, 100));
-    // 20 bytes every 100 ms: the whole package takes about 10 seconds.
-    const flowingReply = trickle(startPut(flowingTarget.upload_url, flowing), pieces(flowing.bytes, 20), {
+    // 10 bytes every 100 ms: the whole package takes over 20 seconds, so that it still flows when
+    // the new replica, slow to start on a loaded machine, looks.
+    const flowingReply = trickle(startPut(flowingTarget.upload_url, flowing), pieces(flowing.bytes, 10), {
       intervalMs: 100,
-      giveUpMs: 30_000,
+      giveUpMs: 60_000,
     });
     await eventually('both uploads are under way', () => partialFiles(dataDir).length === 2);
     // Well past the 1 s hold of the stalled upload, renewed once when its first bytes came (the
