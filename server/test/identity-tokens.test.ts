@@ -221,3 +221,34 @@ describe('identity tokens', () => {
     }
   });
 });
+
+describe('identity tokens behind a public URL', () => {
+  let service: TestService;
+
+  beforeAll(async () => {
+    service = await startTestService({
+      SVC_ADMIN_EMAILS: adminEmail,
+      SVC_PUBLIC_URL: 'https://svc.example.test/',
+    });
+  });
+  afterAll(() => service?.stop());
+
+  test('when SVC_PUBLIC_URL is set then iss is that URL, whatever Host the request names', async () => {
+    const admin = await signUpAdmin(service, adminEmail);
+    await provisionCar(service, admin, vin);
+    await publishMiniApp(service.url, await signUpDeveloper(service.url), admin, appId, '1.0.0');
+    const reply = await call(service.url, 'POST', carPath(vin, 'identity-token'), {
+      token: admin.token,
+      body: { app_id: appId, locale: 'en' },
+      headers: { host: 'evil.example.com' },
+    });
+    assert.equal(reply.status, 201, JSON.stringify(reply.body));
+    const jwks = (await call(service.url, 'GET', '/.well-known/jwks.json')).body;
+    const { payload } = await jwtVerify(reply.body.token, createLocalJWKSet(jwks), {
+      audience: appId,
+      issuer: 'https://svc.example.test',
+      currentDate: new Date(service.clock.now),
+    });
+    assert.equal(payload.iss, 'https://svc.example.test');
+  });
+});
