@@ -101,7 +101,8 @@ export function createSigningKeyService(deps: {
   /** There is a current and a next key; makes what is missing. Under the lock. */
   async function completeLocked(trx: Db, now: Date): Promise<void> {
     if (!(await findKeyInState(trx, 'current'))) {
-      // Only a store emptied by hand has no current key: better a fresh next key than none.
+      // A first start: no verifier holds anything yet, so a fresh current key is safe. A store
+      // with a next key and no current one (emptied by hand) promotes the next: it is published.
       const next = await findKeyInState(trx, 'next');
       if (next) await moveSigningKey(trx, next.kid, { state: 'current', activated_at: now });
       else await insertSigningKey(trx, newKey('current', now));
