@@ -646,8 +646,13 @@ export interface paths {
          * Sign an identity token for a mini-app on this car
          * @description The host asks for a JWT that a mini-app passes to its own backend (with plain `fetch()` to
          *     an origin in its `manifest.network`). The backend verifies it against
-         *     `/.well-known/jwks.json`. Claims: `sub`, `device_id` (prefixed), `brand`, `locale`,
-         *     `iss`, `aud` (the app id), `iat`, `exp`, `jti`. Only the car's owner may ask.
+         *     `/.well-known/jwks.json` (ES256, the key named by the header's `kid`). Claims: `sub` (the
+         *     caller's account id), `device_id` (prefixed), `brand`, `locale`, `iss` (the service's public
+         *     URL), `aud` (the app id), `iat`, `exp` (`iat` + 600: a token lives 10 minutes) and `jti`.
+         *
+         *     The car's owner or an admin may ask; anyone else gets 404, as for a car that does not exist.
+         *     An app that does not exist is 404 `app_not_found`; one with no version in review state
+         *     `published` is 409 `app_not_published`.
          */
         post: operations["createIdentityToken"];
         delete?: never;
@@ -809,6 +814,54 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/admin/signing-keys": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the identity-token signing keys
+         * @description The signing keys in the store with their states (`next`, `current`, `retired`), when each
+         *     changed, whether the JWKS lists it, and when the schedule next rotates them.
+         */
+        get: operations["listSigningKeys"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/admin/signing-keys/rotate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Rotate the identity-token signing keys now
+         * @description Does at once what the schedule (`SVC_SIGNING_KEY_ROTATION`) does: the next key becomes
+         *     current and signs from now on, the current one is retired (tokens it signed verify until
+         *     they expire), and a new next key is made and published. The schedule counts again from now.
+         *
+         *     The next key must have been published for as long as verifiers may cache the JWKS (5
+         *     minutes), so that they know it before it signs: sooner is 409 `rotation_too_soon`, whose
+         *     `detail` says when to try again. Two rotations asked at once, of one replica or of several,
+         *     make one; the other is that 409.
+         */
+        post: operations["rotateSigningKeys"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/.well-known/jwks.json": {
         parameters: {
             query?: never;
@@ -818,7 +871,12 @@ export interface paths {
         };
         /**
          * Keys that verify identity tokens
-         * @description The public keys (JWKS) a mini-app's backend uses to verify identity tokens.
+         * @description The public keys (JWKS) a mini-app's backend uses to verify identity tokens: the current key,
+         *     the next one, and keys retired less than a token's lifetime (10 minutes, plus a minute for
+         *     clocks that disagree) ago. A verifier may cache the set as `Cache-Control` allows (5
+         *     minutes); a key is published at least that long before it signs, so a cached set always
+         *     holds the key of a fresh token. A `kid` that is not in a cached set is a reason to fetch it
+         *     again.
          */
         get: operations["getJwks"];
         put?: never;
@@ -1762,24 +1820,38 @@ export interface components {
          *     }
          */
         IdentityTokenRequest: {
-            /** @description The mini-app the token is for; it becomes the `aud` claim. */
+            /**
+             * @description The mini-app the token is for; it becomes the `aud` claim. The app must have a version in
+             *     review state `published`.
+             */
             app_id: string & components["schemas"]["Text"];
-            /** @description BCP 47 language tag, e.g. `de` or `en-GB`. */
+            /**
+             * @description The user's BCP 47 language tag, e.g. `de` or `en-GB`; the token carries its canonical
+             *     form (`en-gb` becomes `en-GB`). A tag of the right shape that BCP 47 does not allow
+             *     (`en-GBX`) is 422 `invalid_locale`.
+             */
             locale: string;
         };
         /**
          * IdentityToken
-         * @description A host-signed JWT (ES256, with `kid`; keys at `/.well-known/jwks.json`) the app passes to its
-         *     own backend. Claims: `sub` (user id), `device_id` (full prefixed id), `brand`, `locale`,
-         *     `iss`, `aud` (the app id), `iat`, `exp`, `jti`.
+         * @description A host-signed JWT the app passes to its own backend, which verifies it against
+         *     `/.well-known/jwks.json`. Header: `alg` `ES256`, `typ` `JWT`, `kid` (the signing key). Claims:
+         *     `sub` (the account id of the user who asked), `device_id` (the full prefixed id), `brand`,
+         *     `locale` (canonical BCP 47), `iss` (the service's public URL), `aud` (the app id), `iat`, `exp`
+         *     and `jti` (unique per token). It lives 10 minutes: `exp` is `iat` + 600; ask for a new one
+         *     when it nears `expires_at`.
          * @example {
          *       "token": "eyJhbGciOiJFUzI1NiIsImtpZCI6ImsxIn0.eyJzdWIiOiIwYjlkIn0.c2lnbmF0dXJl",
-         *       "expires_at": "2026-11-21T10:15:00Z"
+         *       "expires_at": "2026-11-21T10:10:00Z"
          *     }
          */
         IdentityToken: {
+            /** @description The JWT, in compact form. */
             token: string;
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @description The token's `exp`.
+             */
             expires_at: string;
         };
         /** CarList */
@@ -1870,8 +1942,110 @@ export interface components {
             mqtt: components["schemas"]["MqttCredential"];
         };
         /**
+         * SigningKeyState
+         * @description Where a signing key stands in rotation: `next` (published, signs nothing yet), `current` (signs
+         *     every identity token now), `retired` (signs no more; published until the tokens it signed have
+         *     expired, then deleted).
+         * @enum {string}
+         */
+        SigningKeyState: "next" | "current" | "retired";
+        /**
+         * Jwk
+         * @description The public half of one identity-token signing key (RFC 7517), ES256 on P-256.
+         * @example {
+         *       "kty": "EC",
+         *       "crv": "P-256",
+         *       "x": "f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU",
+         *       "y": "x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0",
+         *       "kid": "k1",
+         *       "alg": "ES256",
+         *       "use": "sig"
+         *     }
+         */
+        Jwk: {
+            /** @enum {string} */
+            kty: "EC";
+            /** @enum {string} */
+            crv: "P-256";
+            x: string;
+            y: string;
+            /** @description The key's id, as the `kid` header of the tokens it signs names it. */
+            kid: string;
+            /** @enum {string} */
+            alg: "ES256";
+            /** @enum {string} */
+            use: "sig";
+        };
+        /**
+         * SigningKey
+         * @description One identity-token signing key, as an admin sees it; its private half is never shown.
+         */
+        SigningKey: {
+            kid: string;
+            state: components["schemas"]["SigningKeyState"];
+            /**
+             * Format: date-time
+             * @description When the key was made, as the next key; published from then on.
+             */
+            created_at: string;
+            /**
+             * Format: date-time
+             * @description When it became the current key and began to sign; null while it is next.
+             */
+            activated_at: string | null;
+            /**
+             * Format: date-time
+             * @description When it stopped signing; null unless retired.
+             */
+            retired_at: string | null;
+            /** @description Whether `/.well-known/jwks.json` lists it now. */
+            in_jwks: boolean;
+            public_jwk: components["schemas"]["Jwk"];
+        };
+        /**
+         * SigningKeyList
+         * @description The identity-token signing keys in the store, newest first: one `next`, one `current`, and the
+         *     `retired` keys not yet deleted. Keys rotate every `rotation_period_seconds`
+         *     (`SVC_SIGNING_KEY_ROTATION`), or when an admin asks.
+         * @example {
+         *       "keys": [
+         *         {
+         *           "kid": "Zk9xv3Wm1aQ",
+         *           "state": "next",
+         *           "created_at": "2026-11-21T10:00:00Z",
+         *           "activated_at": null,
+         *           "retired_at": null,
+         *           "in_jwks": true,
+         *           "public_jwk": {
+         *             "kty": "EC",
+         *             "crv": "P-256",
+         *             "x": "f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU",
+         *             "y": "x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0",
+         *             "kid": "Zk9xv3Wm1aQ",
+         *             "alg": "ES256",
+         *             "use": "sig"
+         *           }
+         *         }
+         *       ],
+         *       "rotation_period_seconds": 2592000,
+         *       "next_rotation_at": "2026-12-21T10:00:00Z"
+         *     }
+         */
+        SigningKeyList: {
+            keys: components["schemas"]["SigningKey"][];
+            /** @description How long a key signs before the schedule retires it. */
+            rotation_period_seconds: number;
+            /**
+             * Format: date-time
+             * @description When the schedule next rotates the keys (a replica checks once a minute).
+             */
+            next_rotation_at: string;
+        };
+        /**
          * Jwks
-         * @description The public keys that verify identity tokens (RFC 7517).
+         * @description The public keys that verify identity tokens (RFC 7517): the key that signs now, the next one
+         *     (published before it signs, so that verifiers know it in time), and keys retired less than a
+         *     token's lifetime ago (so that tokens they signed verify until they expire).
          * @example {
          *       "keys": [
          *         {
@@ -1887,19 +2061,7 @@ export interface components {
          *     }
          */
         Jwks: {
-            keys: {
-                /** @enum {string} */
-                kty: "EC";
-                /** @enum {string} */
-                crv: "P-256";
-                x: string;
-                y: string;
-                kid: string;
-                /** @enum {string} */
-                alg: "ES256";
-                /** @enum {string} */
-                use: "sig";
-            }[];
+            keys: components["schemas"]["Jwk"][];
         };
         /**
          * Health
@@ -2208,23 +2370,15 @@ export interface components {
             };
         };
         /**
-         * @description This service does not offer the operation yet: it is in the contract so that clients can be
-         *     built against it, and answers 501 until it is implemented.
+         * @description No token can be signed for this request. `code` says why: `invalid_locale` (`locale` is no
+         *     BCP 47 language tag: send one such as `en-GB`), or one of the device-id codes
+         *     (`missing_prefix`, `unknown_brand`, `invalid_native_id`, `brand_mismatch`).
          */
-        NotImplemented: {
+        UnprocessableIdentityToken: {
             headers: {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "type": "/problems/not_implemented",
-                 *       "title": "Not implemented",
-                 *       "status": 501,
-                 *       "detail": "This service does not offer getCarStatus yet.",
-                 *       "code": "not_implemented"
-                 *     }
-                 */
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
@@ -3230,14 +3384,13 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             408: components["responses"]["RequestTimeout"];
+            409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
-            422: components["responses"]["UnprocessableDeviceId"];
+            422: components["responses"]["UnprocessableIdentityToken"];
             426: components["responses"]["UpgradeRequired"];
-            501: components["responses"]["NotImplemented"];
             503: components["responses"]["ServiceUnavailable"];
         };
     };
@@ -3499,6 +3652,57 @@ export interface operations {
             503: components["responses"]["ServiceUnavailable"];
         };
     };
+    listSigningKeys: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The keys, newest first. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SigningKeyList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            426: components["responses"]["UpgradeRequired"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    rotateSigningKeys: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The keys after the rotation. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SigningKeyList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            409: components["responses"]["Conflict"];
+            426: components["responses"]["UpgradeRequired"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
     getJwks: {
         parameters: {
             query?: never;
@@ -3508,9 +3712,11 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The current public keys. */
+            /** @description The published public keys. */
             200: {
                 headers: {
+                    /** @description How long the set may be cached, e.g. `public, max-age=300`. */
+                    "Cache-Control"?: string;
                     [name: string]: unknown;
                 };
                 content: {

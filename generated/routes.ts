@@ -28,6 +28,8 @@ export const routes = {
   removeConnector: { method: 'delete', openapiPath: '/api/v1/admin/connectors/{brand}/{name}', expressPath: '/api/v1/admin/connectors/:brand/:name', security: ['bearerAuth'], adminOnly: true },
   rotateConnectorCredential: { method: 'post', openapiPath: '/api/v1/admin/connectors/{brand}/{name}/credential', expressPath: '/api/v1/admin/connectors/:brand/:name/credential', security: ['bearerAuth'], adminOnly: true },
   listReviewQueue: { method: 'get', openapiPath: '/api/v1/admin/review-queue', expressPath: '/api/v1/admin/review-queue', security: ['bearerAuth'], adminOnly: true },
+  listSigningKeys: { method: 'get', openapiPath: '/api/v1/admin/signing-keys', expressPath: '/api/v1/admin/signing-keys', security: ['bearerAuth'], adminOnly: true },
+  rotateSigningKeys: { method: 'post', openapiPath: '/api/v1/admin/signing-keys/rotate', expressPath: '/api/v1/admin/signing-keys/rotate', security: ['bearerAuth'], adminOnly: true },
   createLoginChallenge: { method: 'post', openapiPath: '/api/v1/auth/challenges', expressPath: '/api/v1/auth/challenges', security: [], adminOnly: false },
   createAccessToken: { method: 'post', openapiPath: '/api/v1/auth/tokens', expressPath: '/api/v1/auth/tokens', security: [], adminOnly: false },
   listCarCommands: { method: 'get', openapiPath: '/api/v1/cars/{device_id}/commands', expressPath: '/api/v1/cars/:device_id/commands', security: ['bearerAuth'], adminOnly: false },

@@ -31,7 +31,6 @@ import { requestLog } from './http/request-log.ts';
 import { requestPacing } from './http/request-pacing.ts';
 import { answerParserErrors, originFormTarget } from './http/transport.ts';
 import { contractValidators } from './http/validation.ts';
-import { ensureSigningKey } from './identity/signing-keys.ts';
 import { createLogger, type Logger } from './logger.ts';
 import { createMetrics, listenForMetrics } from './metrics.ts';
 import { type Bridge, type BrokerConnection, createBridge } from './mqtt/bridge.ts';
@@ -57,6 +56,9 @@ const contractPath = new URL('../../generated/openapi.json', import.meta.url);
 /** How often idempotency keys past their 24 hours are deleted. */
 const idempotencySweepMs = 60 * 60 * 1000;
 
+/** How often a replica looks whether the signing keys are due to rotate, and deletes spent ones. */
+const signingKeyCheckMs = 60 * 1000;
+
 export interface AppDependencies {
   /** An open store; by default one is opened from the config (and closed by `stop`). */
   db?: Db;
@@ -73,6 +75,8 @@ export interface AppDependencies {
   brokerConnection?: BrokerConnection;
   /** How the bridge batches telemetry (tests); by default its own. */
   telemetryBatch?: TelemetryBatchOptions;
+  /** How often the signing keys' schedule is looked at, in milliseconds (tests); by default a minute. */
+  signingKeyCheckMs?: number;
 }
 
 export interface RunningApp {
@@ -225,6 +229,20 @@ export function createApp(config: Config, deps: AppDependencies = {}) {
       .catch((error: unknown) => logger.error('idempotency key sweep failed', { error }));
   };
 
+  // Each replica looks; the store's lock makes one rotation of their looking at once.
+  let keyChecker: NodeJS.Timeout | undefined;
+  let checkingKeys: Promise<void> | undefined;
+  const checkSigningKeys = () => {
+    checkingKeys ??= services.signingKeys
+      .rotateIfDue()
+      .then(() => services.signingKeys.deleteExpiredKeys())
+      .then(() => {})
+      .catch((error: unknown) => logger.error('signing-key rotation check failed', { error }))
+      .finally(() => {
+        checkingKeys = undefined;
+      });
+  };
+
   return {
     app,
     services,
@@ -238,7 +256,7 @@ export function createApp(config: Config, deps: AppDependencies = {}) {
       let adminCodes: AdminCode[];
       try {
         await migrateToLatest(startup ?? db);
-        await ensureSigningKey(startup ?? db, clock);
+        await services.signingKeys.ensure();
         adminCodes = await services.adminCodes.issue();
       } finally {
         await startup?.destroy();
@@ -249,6 +267,7 @@ export function createApp(config: Config, deps: AppDependencies = {}) {
       sweeper = setInterval(sweepUploads, config.uploadLeaseSeconds * 1000).unref();
       sweepIdempotencyKeys();
       keySweeper = setInterval(sweepIdempotencyKeys, idempotencySweepMs).unref();
+      keyChecker = setInterval(checkSigningKeys, deps.signingKeyCheckMs ?? signingKeyCheckMs).unref();
       let mqttUrl: string;
       try {
         mqttUrl = await broker.start();
@@ -307,6 +326,7 @@ export function createApp(config: Config, deps: AppDependencies = {}) {
     async stop(): Promise<StoppedApp> {
       clearInterval(sweeper);
       clearInterval(keySweeper);
+      clearInterval(keyChecker);
       metricsServer?.close();
       metricsServer = undefined;
       // The outbox, then the bridge, so that neither takes the broker's going for a fault to retry.
@@ -336,7 +356,7 @@ export function createApp(config: Config, deps: AppDependencies = {}) {
       }
       // Cut uploads release their URL and delete their partial file, and the bridge writes the
       // telemetry still waiting, before the store closes.
-      await Promise.all([services.uploads.settled(), sweeping, sweepingKeys, bridgeStopped]);
+      await Promise.all([services.uploads.settled(), sweeping, sweepingKeys, checkingKeys, bridgeStopped]);
       await services.storeReadiness.close();
       await credentials.close();
       if (ownsDb) await db.destroy();

@@ -56,6 +56,11 @@ export interface Config {
    * commands a wake-up missed, in seconds.
    */
   commandSweepSeconds: number;
+  /**
+   * How long an identity-token signing key signs before the schedule retires it, in seconds; the
+   * next key waits as long, published, before it signs.
+   */
+  signingKeyRotationSeconds: number;
   /** Largest JSON request body, in bytes. */
   jsonLimitBytes: number;
   /**
@@ -218,6 +223,21 @@ function commandSweep(env: Env): number {
   return seconds;
 }
 
+/**
+ * At least an hour: the next key must be published well before it signs (verifiers cache the
+ * JWKS for minutes), and a key that signs for less than a token's lifetime buys nothing.
+ */
+function signingKeyRotation(env: Env): number {
+  const raw = text(env, 'SVC_SIGNING_KEY_ROTATION', '30d');
+  const seconds = parseDuration('SVC_SIGNING_KEY_ROTATION', raw);
+  if (seconds < 3600) {
+    throw new ConfigError(
+      `SVC_SIGNING_KEY_ROTATION must be at least 1h, not "${raw}": a new key is published that long before it signs`,
+    );
+  }
+  return seconds;
+}
+
 export function loadConfig(env: Env = process.env): Config {
   const host = text(env, 'HOST', '127.0.0.1');
   const listenPort = port(env, 'PORT', 8080);
@@ -255,6 +275,7 @@ export function loadConfig(env: Env = process.env): Config {
     uploadLeaseSeconds: parseDuration('SVC_UPLOAD_LEASE', text(env, 'SVC_UPLOAD_LEASE', '30s')),
     shutdownGraceSeconds: parseDuration('SVC_SHUTDOWN_GRACE', text(env, 'SVC_SHUTDOWN_GRACE', '5s')),
     commandSweepSeconds: commandSweep(env),
+    signingKeyRotationSeconds: signingKeyRotation(env),
     trustProxy: env.SVC_TRUST_PROXY?.trim() || undefined,
     jsonLimitBytes: 1024 * 1024,
     validateResponses: false,

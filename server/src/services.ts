@@ -13,6 +13,8 @@ import { createCommandOutbox } from './commands/command-outbox.ts';
 import { createCommandService } from './commands/command-service.ts';
 import type { Config } from './config.ts';
 import { createIdempotencyService } from './idempotency/idempotency-service.ts';
+import { createIdentityTokenService } from './identity/identity-tokens.ts';
+import { createSigningKeyService } from './identity/signing-keys.ts';
 import type { Logger } from './logger.ts';
 import { createMiniAppService } from './mini-apps/mini-app-service.ts';
 import type { BrokerAccounts } from './mqtt/broker-accounts.ts';
@@ -47,6 +49,12 @@ export function createServices(deps: {
   const tokens = createTokenService(db, config, clock);
   const failures = createFailureLimit(db, clock);
   const uploads = createUploadService({ db, config, clock, blobs, baseUrl: () => deps.audience() });
+  const signingKeys = createSigningKeyService({
+    db,
+    clock,
+    rotationSeconds: config.signingKeyRotationSeconds,
+    logger,
+  });
   const commandOutbox = createCommandOutbox({
     db,
     clock,
@@ -73,5 +81,7 @@ export function createServices(deps: {
     commandOutbox,
     commands: createCommandService({ db, clock, metrics: commandMetrics, outbox: commandOutbox }),
     pairing: createPairingService({ db, clock, metrics: commandMetrics, outbox: commandOutbox }),
+    signingKeys,
+    identityTokens: createIdentityTokenService({ db, clock, keys: signingKeys, issuer: deps.audience }),
   };
 }

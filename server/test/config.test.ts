@@ -19,6 +19,7 @@ describe('config', () => {
     assert.equal(config.uploadLeaseSeconds, 30);
     assert.equal(config.shutdownGraceSeconds, 5);
     assert.equal(config.commandSweepSeconds, 5);
+    assert.equal(config.signingKeyRotationSeconds, 30 * 86400);
     assert.equal(config.databaseAcquireTimeoutMs, 5000);
     assert.equal(config.databaseStatementTimeoutMs, 10000);
   });
@@ -47,6 +48,7 @@ describe('config', () => {
       SVC_UPLOAD_LEASE: '1m',
       SVC_SHUTDOWN_GRACE: '20',
       SVC_COMMAND_SWEEP: '30s',
+      SVC_SIGNING_KEY_ROTATION: '7d',
     });
     assert.equal(config.port, 9000);
     assert.equal(config.dataDir, '/var/lib/svc');
@@ -59,6 +61,7 @@ describe('config', () => {
     assert.equal(config.uploadLeaseSeconds, 60);
     assert.equal(config.shutdownGraceSeconds, 20);
     assert.equal(config.commandSweepSeconds, 30);
+    assert.equal(config.signingKeyRotationSeconds, 7 * 86400);
   });
 
   const bad: [Record<string, string>, RegExp][] = [
@@ -80,6 +83,8 @@ describe('config', () => {
     [{ SVC_SHUTDOWN_GRACE: 'soon' }, /^SVC_SHUTDOWN_GRACE /],
     [{ SVC_COMMAND_SWEEP: 'often' }, /^SVC_COMMAND_SWEEP /],
     [{ SVC_COMMAND_SWEEP: '30d' }, /^SVC_COMMAND_SWEEP must be at most 1h/],
+    [{ SVC_SIGNING_KEY_ROTATION: 'monthly' }, /^SVC_SIGNING_KEY_ROTATION /],
+    [{ SVC_SIGNING_KEY_ROTATION: '10m' }, /^SVC_SIGNING_KEY_ROTATION must be at least 1h/],
     [
       { DATABASE_ACQUIRE_TIMEOUT_MS: '0' },
       /^DATABASE_ACQUIRE_TIMEOUT_MS must be a whole number of milliseconds/,

@@ -252,11 +252,13 @@ describe('the HTTP surface', () => {
     }
   });
 
-  test('when the JWKS is asked for then it holds one ES256 public key and nothing private', async () => {
+  test('when the JWKS is asked for then it holds two ES256 public keys (current and next) and nothing private', async () => {
     const reply = await call(url, 'GET', '/.well-known/jwks.json');
     assert.equal(reply.status, 200);
-    assert.equal(reply.body.keys.length, 1);
-    assert.equal(reply.body.keys[0].alg, 'ES256');
-    assert.equal(reply.body.keys[0].d, undefined);
+    assert.equal(reply.body.keys.length, 2);
+    for (const key of reply.body.keys) {
+      assert.equal(key.alg, 'ES256');
+      assert.equal(key.d, undefined);
+    }
   });
 });

@@ -55,6 +55,38 @@ describe('migrations', () => {
     assert.equal(pending.length, 0);
   });
 
+  test('when a store from before key states is migrated then its oldest signing key goes on as the current one and any other is retired', async () => {
+    await migrateToLatest(store.db);
+    await store.db.migrate.down({ ...migrationConfig, name: '20261225090000_signing_key_states' });
+    await store.db('signing_keys').delete();
+    // Two replicas that started at once before states could each have made a key.
+    for (const [kid, createdAt] of [
+      ['second', '2026-11-21T10:00:01Z'],
+      ['first', '2026-11-21T10:00:00Z'],
+    ]) {
+      await store.db('signing_keys').insert({
+        kid,
+        public_jwk: JSON.stringify({ kid }),
+        private_jwk: JSON.stringify({ kid }),
+        created_at: new Date(String(createdAt)),
+      });
+    }
+    await migrateToLatest(store.db);
+    const rows = await store
+      .db('signing_keys')
+      .orderBy('kid')
+      .select('kid', 'state', 'activated_at', 'retired_at');
+    assert.deepEqual(
+      rows.map((row) => [row.kid, row.state, row.activated_at !== null, row.retired_at !== null]),
+      [
+        ['first', 'current', true, false],
+        ['second', 'retired', true, true],
+      ],
+    );
+    // The store itself keeps to one current key.
+    await assert.rejects(store.db('signing_keys').where({ kid: 'second' }).update({ state: 'current' }));
+  });
+
   test(`when the store is ${process.env.DATABASE_URL ? 'Postgres' : 'PGlite'} then that is what ran them`, async () => {
     assert.equal(store.kind, process.env.DATABASE_URL ? 'postgres' : 'pglite');
     const version = await store.db.raw('select version() as v');

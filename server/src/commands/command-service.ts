@@ -12,8 +12,8 @@ import type { Principal } from '../auth/principal.ts';
 import { findCar } from '../cars/car-repository.ts';
 import { visibleCar } from '../cars/car-visibility.ts';
 import type { Clock } from '../clock.ts';
-import { ConflictError, InputError, InvalidError, NotFoundError } from '../errors.ts';
-import { findApp, findVersionOf } from '../mini-apps/mini-app-repository.ts';
+import { InputError, InvalidError, NotFoundError } from '../errors.ts';
+import { requirePublishedVersion } from '../mini-apps/published-apps.ts';
 import type { Db } from '../store/db.ts';
 import type { CommandMetrics } from './command-metrics.ts';
 import {
@@ -152,20 +152,7 @@ export function createCommandService(deps: {
 
   /** `app.install` installs only what reached the cars' store: a version in review state `published`. */
   async function checkInstallable(args: Record<string, unknown>): Promise<void> {
-    const appId = String(args.app_id);
-    const version = String(args.version);
-    if (!(await findApp(db, appId))) {
-      throw new NotFoundError('app_not_found', `No mini-app ${appId} exists.`);
-    }
-    const row = await findVersionOf(db, appId, version);
-    if (!row)
-      throw new NotFoundError('version_not_found', `The mini-app ${appId} has no version ${version}.`);
-    if (row.review_state !== 'published') {
-      throw new ConflictError(
-        'version_not_published',
-        `Version ${version} of ${appId} is ${row.review_state}, not published: only a published version can be installed.`,
-      );
-    }
+    await requirePublishedVersion(db, String(args.app_id), String(args.version));
   }
 
   async function visibleCommand(principal: Principal, deviceId: string, commandId: string) {

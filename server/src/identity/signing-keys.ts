@@ -1,30 +1,62 @@
 /**
- * The service's identity-token signing keys: an ES256 key made on first start and kept in the
- * SQL store, so every replica signs with the same key and the JWKS stays stable across restarts.
+ * The identity-token signing keys and their rotation (docs/decisions.md, "Signing-key rotation").
+ * Keys live in the SQL store, so every replica signs with the key the store calls current and
+ * serves the same JWKS. A key is `next` (published, signs nothing) for a whole rotation period,
+ * then `current` (signs every token), then `retired`: published until the last token it signed
+ * has expired, then deleted.
  */
-import { generateKeyPairSync, type JsonWebKey, randomBytes } from 'node:crypto';
+import { generateKeyPairSync, randomBytes } from 'node:crypto';
+import { importJWK } from 'jose';
 import type { components } from '../../../generated/openapi.ts';
+import type { Principal } from '../auth/principal.ts';
 import type { Clock } from '../clock.ts';
+import { ConflictError, ForbiddenError } from '../errors.ts';
+import type { Logger } from '../logger.ts';
 import type { Db } from '../store/db.ts';
+import {
+  deleteRetiredKeys,
+  findKeyInState,
+  findPrivateJwk,
+  insertSigningKey,
+  listPublishedJwks,
+  listSigningKeys,
+  lockSigningKeys,
+  moveSigningKey,
+  type SigningKeyRow,
+} from './signing-key-repository.ts';
 
 export type Jwks = components['schemas']['Jwks'];
-type PublicJwk = Jwks['keys'][number];
+export type SigningKeyList = components['schemas']['SigningKeyList'];
 
-interface SigningKeyRow {
+/** How long an identity token lives (`exp` − `iat`). */
+export const identityTokenLifetimeSeconds = 600;
+
+/**
+ * How long a verifier may cache the JWKS (`Cache-Control: max-age`). A next key is published at
+ * least this long before it signs, so a cached set always holds the key of a fresh token.
+ */
+export const jwksMaxAgeSeconds = 300;
+
+/** Replicas' and verifiers' clocks disagree a little: retired keys stay published this much longer. */
+export const clockSkewSeconds = 60;
+
+/** How long a retired key stays in the JWKS: the last token it signed has expired by then. */
+export const retiredKeyPublishedSeconds = identityTokenLifetimeSeconds + clockSkewSeconds;
+
+type PrivateKey = Awaited<ReturnType<typeof importJWK>>;
+
+export interface Signer {
   kid: string;
-  public_jwk: PublicJwk;
-  private_jwk: JsonWebKey;
-  created_at: Date;
+  key: PrivateKey;
 }
 
-export async function ensureSigningKey(db: Db, clock: Clock): Promise<void> {
-  const existing = await db('signing_keys').first('kid');
-  if (existing) return;
+function newKey(state: 'next' | 'current', now: Date): SigningKeyRow {
   const { publicKey, privateKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
   const kid = randomBytes(8).toString('base64url');
   const jwk = publicKey.export({ format: 'jwk' });
-  const row: SigningKeyRow = {
+  return {
     kid,
+    state,
     public_jwk: {
       kty: 'EC',
       crv: 'P-256',
@@ -35,26 +67,181 @@ export async function ensureSigningKey(db: Db, clock: Clock): Promise<void> {
       use: 'sig',
     },
     private_jwk: privateKey.export({ format: 'jwk' }),
-    created_at: clock(),
+    created_at: now,
+    activated_at: state === 'current' ? now : null,
+    retired_at: null,
   };
-  // Two replicas starting at once may each add a key; both are then published, and either verifies.
-  await db('signing_keys')
-    .insert({
-      ...row,
-      public_jwk: JSON.stringify(row.public_jwk),
-      private_jwk: JSON.stringify(row.private_jwk),
-    })
-    .onConflict('kid')
-    .ignore();
 }
 
-export async function publicJwks(db: Db): Promise<Jwks> {
-  const rows: Pick<SigningKeyRow, 'public_jwk'>[] = await db('signing_keys')
-    .select('public_jwk')
-    .orderBy('created_at');
+const secondsAfter = (date: Date, seconds: number) => new Date(date.getTime() + seconds * 1000);
+
+export function createSigningKeyService(deps: {
+  db: Db;
+  clock: Clock;
+  /** How long a key signs before the schedule retires it (`SVC_SIGNING_KEY_ROTATION`), in seconds. */
+  rotationSeconds: number;
+  logger: Logger;
+}) {
+  const { db, clock, rotationSeconds, logger } = deps;
+  /** Private keys already imported, by kid: a key is read from the store once per process. */
+  const imported = new Map<string, PrivateKey>();
+
+  /** `work` with every other rotation (of any replica) waiting until it ends. */
+  function withKeysLocked<T>(work: (trx: Db) => Promise<T>): Promise<T> {
+    return db.transaction(async (trx) => {
+      await lockSigningKeys(trx);
+      return work(trx);
+    });
+  }
+
+  /** When the next key may sign: once verifiers that cache the JWKS have had it. */
+  const nextMaySignAt = (next: Pick<SigningKeyRow, 'created_at'>) =>
+    secondsAfter(next.created_at, jwksMaxAgeSeconds);
+
+  /** There is a current and a next key; makes what is missing. Under the lock. */
+  async function completeLocked(trx: Db, now: Date): Promise<void> {
+    if (!(await findKeyInState(trx, 'current'))) {
+      // A first start: no verifier holds anything yet, so a fresh current key is safe. A store
+      // with a next key and no current one (emptied by hand) promotes the next: it is published.
+      const next = await findKeyInState(trx, 'next');
+      if (next) await moveSigningKey(trx, next.kid, { state: 'current', activated_at: now });
+      else await insertSigningKey(trx, newKey('current', now));
+    }
+    if (!(await findKeyInState(trx, 'next'))) await insertSigningKey(trx, newKey('next', now));
+  }
+
+  /**
+   * next → current, current → retired, a new next. Under the lock. A store without both (emptied
+   * by hand) is only completed: a key never published must not sign.
+   */
+  async function rotateLocked(trx: Db, now: Date, by: 'schedule' | 'admin'): Promise<boolean> {
+    const current = await findKeyInState(trx, 'current');
+    const next = await findKeyInState(trx, 'next');
+    if (current && next) {
+      await moveSigningKey(trx, current.kid, { state: 'retired', retired_at: now });
+      await moveSigningKey(trx, next.kid, { state: 'current', activated_at: now });
+      logger.info('identity-token signing keys rotated', { by, retired: current.kid, current: next.kid });
+    }
+    await completeLocked(trx, now);
+    return current !== undefined && next !== undefined;
+  }
+
+  /** When the schedule retires the current key: a period after it began to sign, once the next may. */
+  function dueAt(
+    current: Pick<SigningKeyRow, 'activated_at' | 'created_at'>,
+    next?: Pick<SigningKeyRow, 'created_at'>,
+  ) {
+    const periodOver = secondsAfter(current.activated_at ?? current.created_at, rotationSeconds);
+    const nextReady = next ? nextMaySignAt(next) : periodOver;
+    return new Date(Math.max(periodOver.getTime(), nextReady.getTime()));
+  }
+
+  async function list(): Promise<SigningKeyList> {
+    const rows = await listSigningKeys(db);
+    const now = clock();
+    const current = rows.find((row) => row.state === 'current');
+    const next = rows.find((row) => row.state === 'next');
+    const publishedAfter = secondsAfter(now, -retiredKeyPublishedSeconds);
+    return {
+      keys: rows.map((row) => ({
+        kid: row.kid,
+        state: row.state,
+        created_at: row.created_at.toISOString(),
+        activated_at: row.activated_at?.toISOString() ?? null,
+        retired_at: row.retired_at?.toISOString() ?? null,
+        in_jwks: row.state !== 'retired' || (row.retired_at !== null && row.retired_at > publishedAfter),
+        public_jwk: row.public_jwk,
+      })),
+      rotation_period_seconds: rotationSeconds,
+      next_rotation_at: (current ? dueAt(current, next) : now).toISOString(),
+    };
+  }
+
+  async function ensure(): Promise<void> {
+    await withKeysLocked((trx) => completeLocked(trx, clock()));
+  }
+
+  async function currentSigner(): Promise<Signer> {
+    let current = await findKeyInState(db, 'current');
+    if (!current) {
+      await ensure();
+      current = await findKeyInState(db, 'current');
+    }
+    if (!current) throw new Error('no current signing key, even after making one');
+    let key = imported.get(current.kid);
+    if (!key) {
+      const jwk = await findPrivateJwk(db, current.kid);
+      if (!jwk) throw new Error(`signing key ${current.kid} vanished while it was current`);
+      key = await importJWK({ ...jwk, alg: 'ES256' }, 'ES256');
+      // Keys retire; a process that runs for years needs no more than the last few.
+      if (imported.size >= 8) imported.clear();
+      imported.set(current.kid, key);
+    }
+    return { kid: current.kid, key };
+  }
+
   return {
-    keys: rows.map((row) =>
-      typeof row.public_jwk === 'string' ? JSON.parse(row.public_jwk) : row.public_jwk,
-    ),
+    /** At start-up: a current and a next key exist (two replicas starting at once make one of each). */
+    ensure,
+
+    /**
+     * The key every token is signed with now: the store's current key, read on each call, so a
+     * rotation by any replica takes effect in every replica at once.
+     */
+    currentSigner,
+
+    /** What `/.well-known/jwks.json` serves: next, current, and keys retired of late. */
+    async jwks(): Promise<Jwks> {
+      return { keys: await listPublishedJwks(db, secondsAfter(clock(), -retiredKeyPublishedSeconds)) };
+    },
+
+    /** For admins: every key in the store, its state, and when the schedule next rotates. */
+    async list(principal: Principal): Promise<SigningKeyList> {
+      if (!principal.isAdmin) throw new ForbiddenError('admins_only', 'Only admins see the signing keys.');
+      return list();
+    },
+
+    /**
+     * An admin's rotation, now. Refused (409 `rotation_too_soon`) while the next key is younger
+     * than verifiers may cache the JWKS, which also makes two rotations asked at once one.
+     */
+    async rotate(principal: Principal): Promise<SigningKeyList> {
+      if (!principal.isAdmin) {
+        throw new ForbiddenError('admins_only', 'Only admins may rotate the signing keys.');
+      }
+      await withKeysLocked(async (trx) => {
+        const now = clock();
+        const next = await findKeyInState(trx, 'next');
+        if (next && now < nextMaySignAt(next)) {
+          throw new ConflictError(
+            'rotation_too_soon',
+            `The next key was published at ${next.created_at.toISOString()} and verifiers may cache the JWKS for ${jwksMaxAgeSeconds} seconds, so it may sign from ${nextMaySignAt(next).toISOString()}: rotate then.`,
+          );
+        }
+        await rotateLocked(trx, now, 'admin');
+      });
+      return list();
+    },
+
+    /** The schedule: rotates when the current key has signed for a period; true when it did. */
+    async rotateIfDue(): Promise<boolean> {
+      // Most ticks find nothing due, and take no lock to find it.
+      const current = await findKeyInState(db, 'current');
+      if (current && clock() < dueAt(current, await findKeyInState(db, 'next'))) return false;
+      return withKeysLocked(async (trx) => {
+        // Another replica may have rotated while this one waited for the lock: look again.
+        const now = clock();
+        const lockedCurrent = await findKeyInState(trx, 'current');
+        if (lockedCurrent && now < dueAt(lockedCurrent, await findKeyInState(trx, 'next'))) return false;
+        return rotateLocked(trx, now, 'schedule');
+      });
+    },
+
+    /** Deletes keys retired longer ago than any token they signed can live; how many. */
+    async deleteExpiredKeys(): Promise<number> {
+      return deleteRetiredKeys(db, secondsAfter(clock(), -retiredKeyPublishedSeconds));
+    },
   };
 }
+
+export type SigningKeyService = ReturnType<typeof createSigningKeyService>;

@@ -99,6 +99,13 @@ export async function findPublished(db: Db, appId: string, exceptId: string): Pr
   return rows.map(versionFromDb);
 }
 
+export async function hasPublishedVersion(db: Db, appId: string): Promise<boolean> {
+  return (
+    (await db('mini_app_versions').where({ app_id: appId, review_state: 'published' }).first('id')) !==
+    undefined
+  );
+}
+
 export async function listAppsOf(db: Db, ownerId: string): Promise<MiniAppRow[]> {
   return db<MiniAppRow>('mini_apps')
     .where({ owner_id: ownerId })

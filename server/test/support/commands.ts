@@ -8,7 +8,7 @@ import { type CarCredential, type Simulator, startSimulator } from '@svc/car-sim
 import mqtt, { type MqttClient } from 'mqtt';
 import { type CarCommand, carTopic, carTopicQos, carTopicRetain } from '../../../generated/mqtt.ts';
 import type { Developer } from './accounts.ts';
-import { call, eventually, putPackage, type Reply } from './http.ts';
+import { call, eventually, putPackage, type Reply, sameUrlOn } from './http.ts';
 import { makePackage, manifestFor } from './packages.ts';
 
 const quiet = { write: () => true };
@@ -113,7 +113,8 @@ export async function publishMiniApp(
     body: { app_id: pkg.appId, version: pkg.version, size: pkg.size, sha256: pkg.sha256 },
   });
   assert.equal(target.status, 201, JSON.stringify(target.body));
-  assert.equal((await putPackage(target.body.upload_url, pkg.bytes)).status, 201);
+  // On the service at `base`, even when its SVC_PUBLIC_URL names another host.
+  assert.equal((await putPackage(sameUrlOn({ url: base }, target.body.upload_url), pkg.bytes)).status, 201);
   const submitted = await call(base, 'POST', '/api/v1/mini-apps/submit', {
     token: developer.token,
     body: { upload_id: target.body.upload_id },

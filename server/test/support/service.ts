@@ -61,6 +61,8 @@ export async function startTestService(
     dataDir?: string;
     /** The broker the MQTT bridge signs in to, and how it batches telemetry. */
     bridge?: Pick<AppDependencies, 'brokerConnection' | 'telemetryBatch'>;
+    /** How often the signing keys' schedule is looked at, in milliseconds; by default a minute. */
+    signingKeyCheckMs?: number;
   } = {},
 ): Promise<TestService> {
   // Package files go to a data folder of the test's own; the store is given below.
@@ -86,6 +88,7 @@ export async function startTestService(
     logger,
     docsDir: options.docsDir,
     passwords: cheapPasswords,
+    signingKeyCheckMs: options.signingKeyCheckMs,
     ...options.bridge,
   });
   const { url, metricsUrl, mqttUrl, adminCodes } = await app.start();

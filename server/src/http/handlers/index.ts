@@ -9,8 +9,8 @@ import { carPairingHandlers } from './car-pairing.ts';
 import { carReadHandlers } from './car-reads.ts';
 import { carHandlers } from './cars.ts';
 import { developerHandlers } from './developer.ts';
+import { identityHandlers } from './identity.ts';
 import { miniAppHandlers } from './mini-apps.ts';
-import { notOfferedHandlers } from './not-offered.ts';
 import { operationHandlers } from './operations.ts';
 import { signInHandlers } from './sign-in.ts';
 
@@ -28,7 +28,7 @@ export function createHandlers(services: Services): Handlers {
       ...carOwnerHandlers(services),
       ...carPairingHandlers(services),
       ...carCommandHandlers(services),
-      ...notOfferedHandlers(),
+      ...identityHandlers(services),
     },
     services.idempotency,
   );

@@ -1,5 +1,4 @@
-/** Liveness, readiness and the identity-token keys. */
-import { publicJwks } from '../../identity/signing-keys.ts';
+/** Liveness and readiness. */
 import type { Services } from '../../services.ts';
 import type { Handlers } from '../bind-handlers.ts';
 
@@ -11,7 +10,5 @@ export function operationHandlers(services: Services) {
       (await services.storeReadiness.check())
         ? { status: 200, body: { status: 'ready', checks: { store: 'ok' } } }
         : { status: 503, body: { status: 'not_ready', checks: { store: 'failing' } } },
-
-    getJwks: async () => ({ status: 200, body: await publicJwks(services.db) }),
   } satisfies Partial<Handlers>;
 }

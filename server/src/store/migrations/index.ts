@@ -15,6 +15,7 @@ import * as presenceOrder from './20261216090000_presence_order.ts';
 import * as carCommands from './20261220090000_car_commands.ts';
 import * as pairingCodes from './20261220090100_pairing_codes.ts';
 import * as idempotencyKeys from './20261220100000_idempotency_keys.ts';
+import * as signingKeyStates from './20261225090000_signing_key_states.ts';
 
 interface Migration {
   up(db: Knex): Promise<void>;
@@ -34,6 +35,7 @@ const migrations: [name: string, migration: Migration][] = [
   ['20261220090000_car_commands', carCommands],
   ['20261220090100_pairing_codes', pairingCodes],
   ['20261220100000_idempotency_keys', idempotencyKeys],
+  ['20261225090000_signing_key_states', signingKeyStates],
 ];
 
 export const migrationSource: Knex.MigrationSource<[string, Migration]> = {
