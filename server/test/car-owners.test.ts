@@ -185,10 +185,21 @@ describe('owners', () => {
     const deviceId = await ownedCar(owner);
     const before = (await service.store.db('cars').where({ device_id: deviceId }).first()).paired_at;
     service.clock.advance(60_000);
-    const reply = await post(owner, deviceId, 'transfer', { to_user: owner.accountId });
-    assert.equal(reply.status, 200, JSON.stringify(reply.body));
-    assert.equal(reply.body.owner_id, owner.accountId);
-    assert.equal(reply.body.paired_at, before.toISOString());
+    for (const toUser of [owner.accountId, owner.accountId.toUpperCase()]) {
+      const reply = await post(owner, deviceId, 'transfer', { to_user: toUser });
+      assert.equal(reply.status, 200, JSON.stringify(reply.body));
+      assert.equal(reply.body.owner_id, owner.accountId);
+      assert.equal(reply.body.paired_at, before.toISOString(), `to ${toUser}`);
+    }
+  });
+
+  test('when an admin transfers a car nobody owns then 409 car_not_paired, not advice to unpair it', async () => {
+    const deviceId = await ownedCar(owner);
+    await post(owner, deviceId, 'unpair');
+    const reply = await post(admin, deviceId, 'transfer', { to_user: owner.accountId });
+    assert.equal(reply.status, 409, JSON.stringify(reply.body));
+    assert.equal(reply.body.code, 'car_not_paired');
+    assert.equal(await ownerOf(service, deviceId), null);
   });
 
   test('when the owner transfers the car to two accounts at once then one transfer wins and the other is 404: the car is no longer theirs', async () => {

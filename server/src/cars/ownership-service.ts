@@ -58,13 +58,20 @@ export function createOwnershipService(deps: { db: Db; clock: Clock; metrics: Co
     async transfer(principal: Principal, deviceId: string, toUser: string): Promise<Car> {
       const changed = await db.transaction(async (trx) => {
         const row = visibleCar(principal, deviceId, await findCarForUpdate(trx, deviceId));
+        if (row.owner_id === null) {
+          throw new ConflictError(
+            'car_not_paired',
+            `The car ${deviceId} is not paired with anyone: its new owner pairs it with the code it shows (POST …/pair).`,
+          );
+        }
         if (row.owner_id !== principal.accountId) {
           throw new ForbiddenError(
             'not_owner',
             `Only the owner of ${deviceId} may transfer it; an admin may unpair it instead (POST …/unpair).`,
           );
         }
-        if (toUser === principal.accountId) return { car: toApiCar(row), ended: [] };
+        // Account ids are UUIDs, which the store compares in any case: so must this.
+        if (toUser.toLowerCase() === principal.accountId.toLowerCase()) return { car: toApiCar(row), ended: [] };
         if (!(await findAccountById(trx, toUser))) {
           throw new InvalidError(
             'unknown_account',
