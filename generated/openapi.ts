@@ -2524,7 +2524,14 @@ export interface components {
         ConnectorNamePath: components["schemas"]["ConnectorName"];
     };
     requestBodies: never;
-    headers: never;
+    headers: {
+        /**
+         * @description `true` when this answer is the one kept for an earlier request with the same `Idempotency-Key`
+         *     (nothing was done again); absent on a first answer.
+         * @example true
+         */
+        IdempotentReplayed: "true";
+    };
     pathItems: never;
 }
 export type $defs = Record<string, never>;
@@ -2918,6 +2925,7 @@ export interface operations {
             /** @description The new version, in review state `submitted`. */
             201: {
                 headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3122,6 +3130,7 @@ export interface operations {
             /** @description The car, now owned by the caller. */
             200: {
                 headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3131,6 +3140,7 @@ export interface operations {
             /** @description The car was sent a pairing code to show; send it back before `expires_at`. */
             202: {
                 headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3296,6 +3306,7 @@ export interface operations {
             /** @description The car with its new owner. */
             200: {
                 headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3398,6 +3409,7 @@ export interface operations {
             /** @description The command, `queued` (or already `sent`). */
             202: {
                 headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
                 content: {
