@@ -142,7 +142,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List my SSH keys */
+        /**
+         * List my SSH keys
+         * @description The ed25519 keys the signed-in account may sign in with (`svc keys list`), oldest first, each
+         *     with its fingerprint and when it last signed in. Remove one with `DELETE /api/v1/dev/keys/{key_id}`.
+         */
         get: operations["listSshKeys"];
         put?: never;
         /**
@@ -162,7 +166,10 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
-                /** @description The id of the SSH key, as `svc keys list` shows it. */
+                /**
+                 * @description The id of the SSH key, as `svc keys list` shows it.
+                 * @example 3c1e2d4f-5a6b-4c7d-8e9f-0a1b2c3d4e5f
+                 */
                 key_id: components["parameters"]["KeyId"];
             };
             cookie?: never;
@@ -211,17 +218,22 @@ export interface paths {
                 /**
                  * @description Expiry of the URL, in seconds since the epoch; part of what the signature covers. Decimal
                  *     without a leading zero, sign or space, as issued; any other spelling is refused (403).
+                 * @example 1795256100
                  */
                 expires: components["parameters"]["UploadExpires"];
                 /**
                  * @description HMAC-SHA256 over the method, upload id, exact size, sha256 and expiry: unpadded base64url,
                  *     exactly as issued; another encoding of the same bytes is refused (403).
+                 * @example G1YYj73GWohZI4hsi3JxMyFJBQWJ2RgDNkUhCAzQeS0
                  */
                 signature: components["parameters"]["UploadSignature"];
             };
             header?: never;
             path: {
-                /** @description The upload id from the upload URL. */
+                /**
+                 * @description The upload id from the upload URL.
+                 * @example 2a4b6c8d-0e1f-4a3b-8c5d-6e7f8a9b0c1d
+                 */
                 upload_id: components["parameters"]["UploadId"];
             };
             cookie?: never;
@@ -317,7 +329,10 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
-                /** @description The id of the mini-app version. */
+                /**
+                 * @description The id of the mini-app version.
+                 * @example 7d3f1a2b-4c5d-4e6f-8a9b-0c1d2e3f4a5b
+                 */
                 version_id: components["parameters"]["VersionId"];
             };
             cookie?: never;
@@ -344,7 +359,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List versions waiting for review */
+        /**
+         * List versions waiting for review
+         * @description Every mini-app version in `submitted` or `in_review`, oldest first, for an admin to move on
+         *     with `POST /api/v1/mini-apps/versions/{version_id}/transitions`.
+         */
         get: operations["listReviewQueue"];
         put?: never;
         post?: never;
@@ -607,7 +626,10 @@ export interface paths {
                  * @example brand_a:1HGCM82633A004352
                  */
                 device_id: components["parameters"]["DeviceIdPath"];
-                /** @description The `command_id` the service gave the command. */
+                /**
+                 * @description The `command_id` the service gave the command.
+                 * @example 0b8e7c1e-3f5a-4c2d-9a41-6f0d2b7c9e15
+                 */
                 command_id: components["parameters"]["CommandIdPath"];
             };
             cookie?: never;
@@ -753,7 +775,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List brand connectors */
+        /**
+         * List brand connectors
+         * @description Every brand connector, by brand and name, with its broker user name. Their passwords are never
+         *     shown again: rotate a connector's credential to get a new one.
+         */
         get: operations["listConnectors"];
         put?: never;
         /**
@@ -773,7 +799,9 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
+                /** @description The brand, as its wire string (`brand_a` … `brand_d`). */
                 brand: components["parameters"]["BrandPath"];
+                /** @description The connector's name within its brand, as given when it was created. */
                 name: components["parameters"]["ConnectorNamePath"];
             };
             cookie?: never;
@@ -796,7 +824,9 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
+                /** @description The brand, as its wire string (`brand_a` … `brand_d`). */
                 brand: components["parameters"]["BrandPath"];
+                /** @description The connector's name within its brand, as given when it was created. */
                 name: components["parameters"]["ConnectorNamePath"];
             };
             cookie?: never;
@@ -1207,7 +1237,22 @@ export interface components {
              */
             last_used_at: string | null;
         };
-        /** SshKeyList */
+        /**
+         * SshKeyList
+         * @example {
+         *       "keys": [
+         *         {
+         *           "id": "3c1e2d4f-5a6b-4c7d-8e9f-0a1b2c3d4e5f",
+         *           "type": "ssh-ed25519",
+         *           "fingerprint": "SHA256:Qm9vZ2xlIGlzIG5vdCBhIHJlYWwgZmluZ2VycHJpbnQ",
+         *           "title": "dev@laptop",
+         *           "public_key": "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGgU9Y6mJv3jnLhXQn9tYgGm4W0cQ4o0yZrVt3bq2xj8",
+         *           "created_at": "2026-11-21T09:05:00Z",
+         *           "last_used_at": "2026-11-21T09:06:12Z"
+         *         }
+         *       ]
+         *     }
+         */
         SshKeyList: {
             keys: components["schemas"]["SshKey"][];
         };
@@ -1266,7 +1311,7 @@ export interface components {
          *     header, with exactly the given headers. It works once, until `expires_at`.
          * @example {
          *       "upload_id": "2a4b6c8d-0e1f-4a3b-8c5d-6e7f8a9b0c1d",
-         *       "upload_url": "http://127.0.0.1:8080/uploads/2a4b6c8d-0e1f-4a3b-8c5d-6e7f8a9b0c1d?expires=1795263300&signature=Zm9vYmFy",
+         *       "upload_url": "http://127.0.0.1:8080/uploads/2a4b6c8d-0e1f-4a3b-8c5d-6e7f8a9b0c1d?expires=1795256100&signature=G1YYj73GWohZI4hsi3JxMyFJBQWJ2RgDNkUhCAzQeS0",
          *       "method": "PUT",
          *       "headers": {
          *         "content-type": "application/gzip",
@@ -1459,7 +1504,67 @@ export interface components {
              */
             updated_at: string;
         };
-        /** MiniAppList */
+        /**
+         * MiniAppList
+         * @example {
+         *       "mini_apps": [
+         *         {
+         *           "id": "com.example.hello-car",
+         *           "name": "Hello Car",
+         *           "owner_id": "0b9d6f4e-1c2a-4e5b-8f3d-7a6c5b4e3d21",
+         *           "latest_version": {
+         *             "id": "7d3f1a2b-4c5d-4e6f-8a9b-0c1d2e3f4a5b",
+         *             "app_id": "com.example.hello-car",
+         *             "version": "1.0.0",
+         *             "review_state": "submitted",
+         *             "reason": null,
+         *             "manifest": {
+         *               "id": "com.example.hello-car",
+         *               "name": "Hello Car",
+         *               "version": "1.0.0",
+         *               "entry": "index.html",
+         *               "network": [
+         *                 "https://api.hello-car.example.com"
+         *               ]
+         *             },
+         *             "package": {
+         *               "size": 18342,
+         *               "sha256": "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
+         *             },
+         *             "submitted_at": "2026-11-21T10:00:00Z",
+         *             "updated_at": "2026-11-21T10:00:00Z"
+         *           },
+         *           "live_version": null,
+         *           "versions": [
+         *             {
+         *               "id": "7d3f1a2b-4c5d-4e6f-8a9b-0c1d2e3f4a5b",
+         *               "app_id": "com.example.hello-car",
+         *               "version": "1.0.0",
+         *               "review_state": "submitted",
+         *               "reason": null,
+         *               "manifest": {
+         *                 "id": "com.example.hello-car",
+         *                 "name": "Hello Car",
+         *                 "version": "1.0.0",
+         *                 "entry": "index.html",
+         *                 "network": [
+         *                   "https://api.hello-car.example.com"
+         *                 ]
+         *               },
+         *               "package": {
+         *                 "size": 18342,
+         *                 "sha256": "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
+         *               },
+         *               "submitted_at": "2026-11-21T10:00:00Z",
+         *               "updated_at": "2026-11-21T10:00:00Z"
+         *             }
+         *           ],
+         *           "created_at": "2026-11-21T10:00:00Z",
+         *           "updated_at": "2026-11-21T10:00:00Z"
+         *         }
+         *       ]
+         *     }
+         */
         MiniAppList: {
             mini_apps: components["schemas"]["MiniApp"][];
         };
@@ -1513,6 +1618,32 @@ export interface components {
         /**
          * ReviewQueue
          * @description Versions waiting for review (`submitted` or `in_review`), oldest first.
+         * @example {
+         *       "versions": [
+         *         {
+         *           "id": "7d3f1a2b-4c5d-4e6f-8a9b-0c1d2e3f4a5b",
+         *           "app_id": "com.example.hello-car",
+         *           "version": "1.0.0",
+         *           "review_state": "submitted",
+         *           "reason": null,
+         *           "manifest": {
+         *             "id": "com.example.hello-car",
+         *             "name": "Hello Car",
+         *             "version": "1.0.0",
+         *             "entry": "index.html",
+         *             "network": [
+         *               "https://api.hello-car.example.com"
+         *             ]
+         *           },
+         *           "package": {
+         *             "size": 18342,
+         *             "sha256": "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
+         *           },
+         *           "submitted_at": "2026-11-21T10:00:00Z",
+         *           "updated_at": "2026-11-21T10:00:00Z"
+         *         }
+         *       ]
+         *     }
          */
         ReviewQueue: {
             versions: components["schemas"]["MiniAppVersion"][];
@@ -1768,6 +1899,23 @@ export interface components {
         /**
          * CommandList
          * @description A car's commands, newest first.
+         * @example {
+         *       "commands": [
+         *         {
+         *           "command_id": "0b8e7c1e-3f5a-4c2d-9a41-6f0d2b7c9e15",
+         *           "device_id": "brand_a:1HGCM82633A004352",
+         *           "brand": "brand_a",
+         *           "name": "doors.lock",
+         *           "args": {},
+         *           "state": "completed",
+         *           "detail": null,
+         *           "created_at": "2026-11-23T09:30:00Z",
+         *           "updated_at": "2026-11-23T09:30:01Z",
+         *           "expires_at": "2026-11-23T09:35:00Z"
+         *         }
+         *       ],
+         *       "next_cursor": null
+         *     }
          */
         CommandList: {
             commands: components["schemas"]["Command"][];
@@ -1854,7 +2002,28 @@ export interface components {
              */
             expires_at: string;
         };
-        /** CarList */
+        /**
+         * CarList
+         * @example {
+         *       "cars": [
+         *         {
+         *           "device_id": "brand_a:1HGCM82633A004352",
+         *           "brand": "brand_a",
+         *           "owner_id": "0b9d6f4e-1c2a-4e5b-8f3d-7a6c5b4e3d21",
+         *           "paired_at": "2026-11-21T09:30:00Z",
+         *           "provisioned_at": "2026-11-20T08:00:00Z"
+         *         },
+         *         {
+         *           "device_id": "brand_b:fleet-0042",
+         *           "brand": "brand_b",
+         *           "owner_id": null,
+         *           "paired_at": null,
+         *           "provisioned_at": "2026-11-20T08:05:00Z"
+         *         }
+         *       ],
+         *       "next_cursor": null
+         *     }
+         */
         CarList: {
             cars: components["schemas"]["Car"][];
             /** @description Pass as `cursor` for the next page; null on the last page. */
@@ -1890,7 +2059,23 @@ export interface components {
             username: string;
             password: string;
         };
-        /** ProvisionedCar */
+        /**
+         * ProvisionedCar
+         * @example {
+         *       "car": {
+         *         "device_id": "brand_a:1HGCM82633A004352",
+         *         "brand": "brand_a",
+         *         "owner_id": null,
+         *         "paired_at": null,
+         *         "provisioned_at": "2026-11-20T08:00:00Z"
+         *       },
+         *       "mqtt": {
+         *         "client_id": "brand_a:1HGCM82633A004352",
+         *         "username": "brand_a:1HGCM82633A004352",
+         *         "password": "mq_3kX9vJ2nQ8rT5wY1zB7cD4fG6hL0pS"
+         *       }
+         *     }
+         */
         ProvisionedCar: {
             car: components["schemas"]["Car"];
             mqtt: components["schemas"]["MqttCredential"];
@@ -1921,7 +2106,19 @@ export interface components {
             /** Format: date-time */
             created_at: string;
         };
-        /** ConnectorList */
+        /**
+         * ConnectorList
+         * @example {
+         *       "connectors": [
+         *         {
+         *           "brand": "brand_a",
+         *           "name": "fleet-eu",
+         *           "username": "connector:brand_a:fleet-eu",
+         *           "created_at": "2026-11-20T08:00:00Z"
+         *         }
+         *       ]
+         *     }
+         */
         ConnectorList: {
             connectors: components["schemas"]["Connector"][];
         };
@@ -1936,7 +2133,22 @@ export interface components {
             brand: components["schemas"]["Brand"];
             name: components["schemas"]["ConnectorName"];
         };
-        /** CreatedConnector */
+        /**
+         * CreatedConnector
+         * @example {
+         *       "connector": {
+         *         "brand": "brand_a",
+         *         "name": "fleet-eu",
+         *         "username": "connector:brand_a:fleet-eu",
+         *         "created_at": "2026-11-20T08:00:00Z"
+         *       },
+         *       "mqtt": {
+         *         "client_id": "connector:brand_a:fleet-eu",
+         *         "username": "connector:brand_a:fleet-eu",
+         *         "password": "mq_8pR2tV5xZ1bN4mQ7wE0yU3iO6aS9dF"
+         *       }
+         *     }
+         */
         CreatedConnector: {
             connector: components["schemas"]["Connector"];
             mqtt: components["schemas"]["MqttCredential"];
@@ -2257,6 +2469,13 @@ export interface components {
         /** @description No valid access token: it is missing, expired, or its key was removed. Sign in again (`svc login`). */
         Unauthorized: {
             headers: {
+                /**
+                 * @description Always sent with a 401 (RFC 9110, RFC 6750): `Bearer` when the request carried no bearer
+                 *     token, `Bearer error="invalid_token"` when it carried one that is not valid (expired,
+                 *     revoked, its key removed, or never issued). A refused sign-in (wrong password, a signature
+                 *     that does not verify) is answered with `Bearer` too.
+                 */
+                "WWW-Authenticate": "Bearer" | "Bearer error=\"invalid_token\"";
                 [name: string]: unknown;
             };
             content: {
@@ -2384,18 +2603,26 @@ export interface components {
         };
     };
     parameters: {
-        /** @description The id of the SSH key, as `svc keys list` shows it. */
+        /**
+         * @description The id of the SSH key, as `svc keys list` shows it.
+         * @example 3c1e2d4f-5a6b-4c7d-8e9f-0a1b2c3d4e5f
+         */
         KeyId: string;
-        /** @description The upload id from the upload URL. */
+        /**
+         * @description The upload id from the upload URL.
+         * @example 2a4b6c8d-0e1f-4a3b-8c5d-6e7f8a9b0c1d
+         */
         UploadId: string;
         /**
          * @description Expiry of the URL, in seconds since the epoch; part of what the signature covers. Decimal
          *     without a leading zero, sign or space, as issued; any other spelling is refused (403).
+         * @example 1795256100
          */
         UploadExpires: string;
         /**
          * @description HMAC-SHA256 over the method, upload id, exact size, sha256 and expiry: unpadded base64url,
          *     exactly as issued; another encoding of the same bytes is refused (403).
+         * @example G1YYj73GWohZI4hsi3JxMyFJBQWJ2RgDNkUhCAzQeS0
          */
         UploadSignature: string;
         /**
@@ -2410,7 +2637,10 @@ export interface components {
          * @example 5f0c6a2e-8d1b-4f7a-9c3e-2b1d0a9f8e7c
          */
         IdempotencyKey: string;
-        /** @description The id of the mini-app version. */
+        /**
+         * @description The id of the mini-app version.
+         * @example 7d3f1a2b-4c5d-4e6f-8a9b-0c1d2e3f4a5b
+         */
         VersionId: string;
         /**
          * @description The full prefixed device id `<brand>:<native_id>`, URL-encoded: the colon becomes `%3A`
@@ -2422,11 +2652,18 @@ export interface components {
         /**
          * @description Where the page starts: the `next_cursor` of the page before, as given. Opaque; a cursor that is
          *     not one is answered with 400 `invalid_cursor`.
+         * @example WyIyMDI2LTExLTIwVDA4OjAwOjAwLjAwMFoiLCJicmFuZF9hOjFIR0NNODI2MzNBMDA0MzUyIl0
          */
         PageCursor: string;
-        /** @description The most items one page holds. */
+        /**
+         * @description The most items one page holds.
+         * @example 50
+         */
         PageLimit: number;
-        /** @description The `command_id` the service gave the command. */
+        /**
+         * @description The `command_id` the service gave the command.
+         * @example 0b8e7c1e-3f5a-4c2d-9a41-6f0d2b7c9e15
+         */
         CommandIdPath: string;
         /**
          * @description Only the car with this full prefixed device id, URL-encoded (`brand_a%3A1HGCM82633A004352`)
@@ -2435,11 +2672,20 @@ export interface components {
          * @example brand_a:1HGCM82633A004352
          */
         DeviceIdQuery: string;
+        /** @description The brand, as its wire string (`brand_a` … `brand_d`). */
         BrandPath: components["schemas"]["Brand"];
+        /** @description The connector's name within its brand, as given when it was created. */
         ConnectorNamePath: components["schemas"]["ConnectorName"];
     };
     requestBodies: never;
-    headers: never;
+    headers: {
+        /**
+         * @description `true` when this answer is the one kept for an earlier request with the same `Idempotency-Key`
+         *     (nothing was done again); absent on a first answer.
+         * @example true
+         */
+        IdempotentReplayed: "true";
+    };
     pathItems: never;
 }
 export type $defs = Record<string, never>;
@@ -2694,7 +2940,10 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description The id of the SSH key, as `svc keys list` shows it. */
+                /**
+                 * @description The id of the SSH key, as `svc keys list` shows it.
+                 * @example 3c1e2d4f-5a6b-4c7d-8e9f-0a1b2c3d4e5f
+                 */
                 key_id: components["parameters"]["KeyId"];
             };
             cookie?: never;
@@ -2755,17 +3004,22 @@ export interface operations {
                 /**
                  * @description Expiry of the URL, in seconds since the epoch; part of what the signature covers. Decimal
                  *     without a leading zero, sign or space, as issued; any other spelling is refused (403).
+                 * @example 1795256100
                  */
                 expires: components["parameters"]["UploadExpires"];
                 /**
                  * @description HMAC-SHA256 over the method, upload id, exact size, sha256 and expiry: unpadded base64url,
                  *     exactly as issued; another encoding of the same bytes is refused (403).
+                 * @example G1YYj73GWohZI4hsi3JxMyFJBQWJ2RgDNkUhCAzQeS0
                  */
                 signature: components["parameters"]["UploadSignature"];
             };
             header?: never;
             path: {
-                /** @description The upload id from the upload URL. */
+                /**
+                 * @description The upload id from the upload URL.
+                 * @example 2a4b6c8d-0e1f-4a3b-8c5d-6e7f8a9b0c1d
+                 */
                 upload_id: components["parameters"]["UploadId"];
             };
             cookie?: never;
@@ -2825,6 +3079,7 @@ export interface operations {
             /** @description The new version, in review state `submitted`. */
             201: {
                 headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2897,7 +3152,10 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description The id of the mini-app version. */
+                /**
+                 * @description The id of the mini-app version.
+                 * @example 7d3f1a2b-4c5d-4e6f-8a9b-0c1d2e3f4a5b
+                 */
                 version_id: components["parameters"]["VersionId"];
             };
             cookie?: never;
@@ -3026,6 +3284,7 @@ export interface operations {
             /** @description The car, now owned by the caller. */
             200: {
                 headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3035,6 +3294,7 @@ export interface operations {
             /** @description The car was sent a pairing code to show; send it back before `expires_at`. */
             202: {
                 headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3200,6 +3460,7 @@ export interface operations {
             /** @description The car with its new owner. */
             200: {
                 headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3225,9 +3486,13 @@ export interface operations {
                 /**
                  * @description Where the page starts: the `next_cursor` of the page before, as given. Opaque; a cursor that is
                  *     not one is answered with 400 `invalid_cursor`.
+                 * @example WyIyMDI2LTExLTIwVDA4OjAwOjAwLjAwMFoiLCJicmFuZF9hOjFIR0NNODI2MzNBMDA0MzUyIl0
                  */
                 cursor?: components["parameters"]["PageCursor"];
-                /** @description The most items one page holds. */
+                /**
+                 * @description The most items one page holds.
+                 * @example 50
+                 */
                 limit?: components["parameters"]["PageLimit"];
             };
             header?: never;
@@ -3298,6 +3563,7 @@ export interface operations {
             /** @description The command, `queued` (or already `sent`). */
             202: {
                 headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3328,7 +3594,10 @@ export interface operations {
                  * @example brand_a:1HGCM82633A004352
                  */
                 device_id: components["parameters"]["DeviceIdPath"];
-                /** @description The `command_id` the service gave the command. */
+                /**
+                 * @description The `command_id` the service gave the command.
+                 * @example 0b8e7c1e-3f5a-4c2d-9a41-6f0d2b7c9e15
+                 */
                 command_id: components["parameters"]["CommandIdPath"];
             };
             cookie?: never;
@@ -3404,11 +3673,15 @@ export interface operations {
                  * @example brand_a:1HGCM82633A004352
                  */
                 device_id?: components["parameters"]["DeviceIdQuery"];
-                /** @description The most items one page holds. */
+                /**
+                 * @description The most items one page holds.
+                 * @example 50
+                 */
                 limit?: components["parameters"]["PageLimit"];
                 /**
                  * @description Where the page starts: the `next_cursor` of the page before, as given. Opaque; a cursor that is
                  *     not one is answered with 400 `invalid_cursor`.
+                 * @example WyIyMDI2LTExLTIwVDA4OjAwOjAwLjAwMFoiLCJicmFuZF9hOjFIR0NNODI2MzNBMDA0MzUyIl0
                  */
                 cursor?: components["parameters"]["PageCursor"];
             };
@@ -3601,7 +3874,9 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description The brand, as its wire string (`brand_a` … `brand_d`). */
                 brand: components["parameters"]["BrandPath"];
+                /** @description The connector's name within its brand, as given when it was created. */
                 name: components["parameters"]["ConnectorNamePath"];
             };
             cookie?: never;
@@ -3628,7 +3903,9 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description The brand, as its wire string (`brand_a` … `brand_d`). */
                 brand: components["parameters"]["BrandPath"];
+                /** @description The connector's name within its brand, as given when it was created. */
                 name: components["parameters"]["ConnectorNamePath"];
             };
             cookie?: never;

@@ -3,6 +3,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { repoRoot } from '../repo-root.ts';
 
 export interface OpenApiDocument {
   openapi: string;
@@ -18,7 +19,7 @@ export function bundleOpenApi(root: string): OpenApiDocument {
     execFileSync(
       process.execPath,
       [
-        join(root, 'node_modules/@redocly/cli/bin/cli.js'),
+        join(repoRoot, 'node_modules/@redocly/cli/bin/cli.js'),
         'bundle',
         'openapi/openapi.yaml',
         '--config',

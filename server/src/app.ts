@@ -1,8 +1,8 @@
 /**
  * The app factory: takes config and dependencies, returns `{ app, start, stop }`. Middleware in a
- * fixed order: requests in flight and their pacing → old-CLI check → the presigned upload URL's
- * form → per operation: express.json (where it takes JSON), contract validator, handler → docs →
- * problems.
+ * fixed order: requests in flight and their pacing → OPTIONS and CORS → old-CLI check → the
+ * presigned upload URL's form → per operation: express.json (where it takes JSON), contract
+ * validator, handler → docs → problems.
  */
 
 import { randomBytes } from 'node:crypto';
@@ -20,7 +20,8 @@ import type { Config } from './config.ts';
 import { bearerAuthenticator } from './http/authenticate.ts';
 import { bindHandlers } from './http/bind-handlers.ts';
 import { requireCurrentCli } from './http/cli-version.ts';
-import { docsRouter } from './http/docs.ts';
+import { crossOrigin } from './http/cors.ts';
+import { docsPaths, docsRouter } from './http/docs.ts';
 import { notFound, problemMiddleware } from './http/errors.ts';
 import { createHandlers } from './http/handlers/index.ts';
 import { inFlightRequests } from './http/in-flight.ts';
@@ -190,6 +191,8 @@ export function createApp(config: Config, deps: AppDependencies = {}) {
   });
   app.use(requestLog(logger), metrics.observeRequests, inFlight.track, pacing.middleware);
   app.use(originFormTarget);
+  // Before anything can answer: every answer to a listed origin, a refusal too, must be readable.
+  app.use(crossOrigin({ origins: config.corsOrigins, contract, getPaths: docsPaths }));
   app.use(requireCurrentCli);
   // The presigned upload PUT may take as long as its URL lives, and its URL is its credential.
   app.put(

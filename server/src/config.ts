@@ -82,6 +82,11 @@ export interface Config {
   mqttPassword: string | undefined;
   /** Redis for the key-value store (`mqtt:auth:{deviceId}`); unset means a table of the SQL store. */
   redisUrl: string | undefined;
+  /**
+   * Web origins (`https://app.example.com`) whose pages may call the API from a browser: their
+   * preflights are answered and their responses readable. Empty: no cross-origin call is allowed.
+   */
+  corsOrigins: ReadonlySet<string>;
 }
 
 export class ConfigError extends Error {
@@ -166,6 +171,39 @@ function emailList(env: Env, name: string): ReadonlySet<string> {
     );
   }
   return new Set(emails);
+}
+
+/**
+ * Comma-separated web origins: scheme, host and port (`https://app.example.com`,
+ * `http://localhost:5173`), kept as a browser writes them in `Origin`. A path, a wildcard or
+ * anything else no browser would send is a mistake to stop at: it would never match.
+ */
+function originList(env: Env, name: string): ReadonlySet<string> {
+  const entries = text(env, name, '')
+    .split(',')
+    .map((entry) => entry.trim())
+    .filter((entry) => entry !== '');
+  const origins = new Set<string>();
+  for (const entry of entries) {
+    let origin: string | undefined;
+    try {
+      // URL parsing drops tabs and newlines silently; an origin never holds one.
+      if (/\p{Cc}/u.test(entry)) throw new Error('control character');
+      const parsed = new URL(entry);
+      const bare = !parsed.username && !parsed.password && !parsed.search && !parsed.hash;
+      if (['http:', 'https:'].includes(parsed.protocol) && bare && parsed.pathname === '/') {
+        // As browsers write it: host lower-cased (IDNs in punycode), no default port.
+        origin = parsed.origin;
+      }
+    } catch {}
+    if (!origin) {
+      throw new ConfigError(
+        `${name} must be web origins separated by commas, such as https://app.example.com,http://localhost:5173 (scheme, host and port, no path); ${JSON.stringify(entry)} is not one`,
+      );
+    }
+    origins.add(origin);
+  }
+  return origins;
 }
 
 function brokerUrl(env: Env): string | undefined {
@@ -284,5 +322,6 @@ export function loadConfig(env: Env = process.env): Config {
     mqttUsername: env.MQTT_URL?.trim() ? env.MQTT_USERNAME?.trim() : undefined,
     mqttPassword: env.MQTT_URL?.trim() ? env.MQTT_PASSWORD : undefined,
     redisUrl: redisUrl(env),
+    corsOrigins: originList(env, 'SVC_CORS_ORIGINS'),
   };
 }

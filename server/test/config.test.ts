@@ -64,6 +64,17 @@ describe('config', () => {
     assert.equal(config.signingKeyRotationSeconds, 7 * 86400);
   });
 
+  test('when SVC_CORS_ORIGINS is unset then no origin is listed; when set then each is kept as browsers write it', () => {
+    assert.deepEqual([...loadConfig({}).corsOrigins], []);
+    const config = loadConfig({
+      SVC_CORS_ORIGINS: ' https://App.Example.com:443/ , http://localhost:5173,,http://127.0.0.1:8081',
+    });
+    assert.deepEqual(
+      [...config.corsOrigins],
+      ['https://app.example.com', 'http://localhost:5173', 'http://127.0.0.1:8081'],
+    );
+  });
+
   const bad: [Record<string, string>, RegExp][] = [
     [{ PORT: 'eighty' }, /^PORT /],
     [{ PORT: '70000' }, /^PORT /],
@@ -93,6 +104,19 @@ describe('config', () => {
     [{ DATABASE_ACQUIRE_TIMEOUT_MS: '1.5' }, /^DATABASE_ACQUIRE_TIMEOUT_MS /],
     [{ DATABASE_STATEMENT_TIMEOUT_MS: '-1' }, /^DATABASE_STATEMENT_TIMEOUT_MS /],
     [{ DATABASE_STATEMENT_TIMEOUT_MS: '2147483648' }, /^DATABASE_STATEMENT_TIMEOUT_MS /],
+    [
+      { SVC_CORS_ORIGINS: '*' },
+      /^SVC_CORS_ORIGINS must be web origins separated by commas.*; "\*" is not one$/,
+    ],
+    [{ SVC_CORS_ORIGINS: 'app.example.com' }, /^SVC_CORS_ORIGINS .*"app\.example\.com" is not one$/],
+    [{ SVC_CORS_ORIGINS: 'https://app.example.com/app' }, /^SVC_CORS_ORIGINS .*\/app" is not one$/],
+    [{ SVC_CORS_ORIGINS: 'https://user@app.example.com' }, /^SVC_CORS_ORIGINS /],
+    [{ SVC_CORS_ORIGINS: 'https://app.example.com?x=1' }, /^SVC_CORS_ORIGINS /],
+    [
+      { SVC_CORS_ORIGINS: 'https://app.exa\nmple.com' },
+      /^SVC_CORS_ORIGINS .*"https:\/\/app\.exa\\nmple\.com" is not one$/,
+    ],
+    [{ SVC_CORS_ORIGINS: 'https://a.example.com;https://b.example.com' }, /^SVC_CORS_ORIGINS /],
   ];
   for (const [env, message] of bad) {
     test(`when ${JSON.stringify(env)} then start-up fails naming the variable`, () => {

@@ -96,11 +96,25 @@ describe('access tokens', () => {
     assert.ok(!service.logs.join('\n').includes('svc_'));
   });
 
-  test('when the Authorization header is not a bearer svc_ token then 401 with WWW-Authenticate', async () => {
-    for (const header of ['Basic YWRhOnB3', 'Bearer', 'Bearer not-ours', 'Bearer svc_unknown']) {
+  test('when no bearer token is sent then 401 with WWW-Authenticate: Bearer', async () => {
+    for (const header of ['Basic YWRhOnB3', 'Bearer', 'Bearer ']) {
       const reply = await call(service.url, 'GET', '/api/v1/dev/me', { headers: { authorization: header } });
       assert.equal(reply.status, 401, header);
-      assert.equal(reply.headers['www-authenticate'], 'Bearer');
+      assert.equal(reply.headers['www-authenticate'], 'Bearer', header);
+    }
+    const none = await call(service.url, 'GET', '/api/v1/dev/me');
+    assert.equal(none.headers['www-authenticate'], 'Bearer');
+  });
+
+  test('when a bearer token is sent and refused then 401 with WWW-Authenticate naming invalid_token', async () => {
+    const developer = await signUpDeveloper(service.url);
+    const wrong = `${developer.token}x`;
+    service.clock.advance(service.config.tokenTtlSeconds * 1000 + 1000);
+    for (const token of ['not-ours', 'svc_unknown', wrong, developer.token]) {
+      const reply = await call(service.url, 'GET', '/api/v1/dev/me', { token });
+      assert.equal(reply.status, 401, token);
+      assert.equal(reply.headers['www-authenticate'], 'Bearer error="invalid_token"', token);
+      assert.equal(reply.body.code, 'unauthorized');
     }
   });
 });

@@ -3,6 +3,14 @@ import type { Request } from 'express';
 import type { Principal } from '../auth/principal.ts';
 import type { TokenService } from '../auth/token-service.ts';
 import { unauthorized } from '../errors.ts';
+import { ProblemError } from './problem.ts';
+
+/**
+ * RFC 6750 §3.1: a request that carried a bearer token the service refuses (expired, revoked,
+ * its key removed, never issued) is told so with `error="invalid_token"`; one that carried none
+ * gets the bare challenge, which the error middleware adds to every 401.
+ */
+const invalidTokenChallenge = { 'WWW-Authenticate': 'Bearer error="invalid_token"' };
 
 export function bearerAuthenticator(tokens: TokenService) {
   return async (req: Request): Promise<Principal> => {
@@ -12,7 +20,10 @@ export function bearerAuthenticator(tokens: TokenService) {
         'Sign in first: `svc login` (or set SVC_TOKEN), or a password session (POST /api/v1/account/sessions).',
       );
     const principal = await tokens.authenticate(match[1]);
-    if (!principal) throw unauthorized();
+    if (!principal) {
+      const refused = unauthorized();
+      throw new ProblemError(401, refused.code, refused.message, { headers: invalidTokenChallenge });
+    }
     return principal;
   };
 }

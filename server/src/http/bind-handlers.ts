@@ -8,6 +8,7 @@ import type { NextFunction, Request, RequestHandler, Response, Router } from 'ex
 import type { operations } from '../../../generated/openapi.ts';
 import { type OperationId, routes } from '../../../generated/routes.ts';
 import type { Principal } from '../auth/principal.ts';
+import { allowHeader, methodsByPath } from './allowed-methods.ts';
 import { ProblemError } from './problem.ts';
 import { setRouteTemplate } from './request-log.ts';
 
@@ -127,18 +128,17 @@ function bindOne<K extends OperationId>(
 /**
  * Registers every handler on `router`, most specific path first (the order of generated/routes.ts),
  * and answers 405 with `Allow` for a path of the contract asked with a method it does not offer.
+ * (OPTIONS is answered before, by `crossOrigin`.)
  */
 export function bindHandlers(router: Router, handlers: Handlers, options: BindOptions): Router {
-  const allowed = new Map<string, string[]>();
   for (const operationId of Object.keys(routes) as OperationId[]) {
     bindOne(router, operationId, handlers[operationId] as Handler<typeof operationId>, options);
-    const { expressPath, method } = routes[operationId];
-    allowed.set(expressPath, [...(allowed.get(expressPath) ?? []), method.toUpperCase()]);
   }
-  for (const [expressPath, methods] of allowed) {
+  for (const [expressPath, { methods }] of methodsByPath()) {
+    const allow = allowHeader(methods);
     router.all(expressPath, () => {
-      throw new ProblemError(405, 'method_not_allowed', `This path answers ${methods.join(', ')} only.`, {
-        headers: { Allow: methods.join(', ') },
+      throw new ProblemError(405, 'method_not_allowed', `This path answers ${allow} only.`, {
+        headers: { Allow: allow },
       });
     });
   }

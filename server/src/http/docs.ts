@@ -11,6 +11,10 @@ import { ProblemError } from './problem.ts';
 export const docsPage = 'index.html';
 export const docsScript = 'redoc.standalone.js';
 
+/** The paths this router answers with GET (and so HEAD, and OPTIONS through `crossOrigin`). */
+export const docsPaths = ['/openapi.json', '/docs', `/docs/${docsScript}`] as const;
+const [contractPath, pagePath, scriptPath] = docsPaths;
+
 /**
  * The page may reach this service only: Redoc links a logo, icons and its usage reports from
  * Redocly's servers, which an offline or private deployment must not call. Its own inline
@@ -54,10 +58,10 @@ export function docsRouter(
       ? contract
       : { ...contract, servers: [{ url, description: 'This service.' }, ...(contract.servers ?? [])] };
   let page: { html: string; url: string; policy: string } | undefined;
-  router.get('/openapi.json', (_req, res) => {
+  router.get(contractPath, (_req, res) => {
     res.json(withServer(baseUrl()));
   });
-  router.get('/docs', (_req, res) => {
+  router.get(pagePath, (_req, res) => {
     if (!docsDir || !existsSync(join(docsDir, docsPage))) {
       throw new ProblemError(
         503,
@@ -73,7 +77,7 @@ export function docsRouter(
     }
     res.set('Content-Security-Policy', page.policy).type('html').send(page.html);
   });
-  router.get(`/docs/${docsScript}`, (_req, res, next) => {
+  router.get(scriptPath, (_req, res, next) => {
     if (!docsDir) return next();
     res.sendFile(join(docsDir, docsScript), { maxAge: '1h' });
   });

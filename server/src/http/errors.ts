@@ -151,7 +151,9 @@ export function problemMiddleware(options: { logger: Logger; jsonLimitBytes: num
     }
     closeWhileBodyArrives(req, res);
     for (const [name, value] of Object.entries(problem.headers)) res.setHeader(name, value);
-    if (problem.status === 401) res.setHeader('WWW-Authenticate', 'Bearer');
+    // Every 401 names the scheme to use (RFC 9110 §11.6.1); a refused token says so itself.
+    if (problem.status === 401 && !res.hasHeader('WWW-Authenticate'))
+      res.setHeader('WWW-Authenticate', 'Bearer');
     res
       .status(problem.status)
       .type('application/problem+json')
