@@ -71,7 +71,8 @@ export function createOwnershipService(deps: { db: Db; clock: Clock; metrics: Co
           );
         }
         // Account ids are UUIDs, which the store compares in any case: so must this.
-        if (toUser.toLowerCase() === principal.accountId.toLowerCase()) return { car: toApiCar(row), ended: [] };
+        if (toUser.toLowerCase() === principal.accountId.toLowerCase())
+          return { car: toApiCar(row), ended: [] };
         if (!(await findAccountById(trx, toUser))) {
           throw new InvalidError(
             'unknown_account',
