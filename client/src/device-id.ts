@@ -81,10 +81,14 @@ export function validateDeviceId(deviceId: string, options?: ValidateDeviceIdOpt
   }
   const colon = deviceId.indexOf(':');
   if (colon <= 0) {
+    // `brand_a%3A…` arriving decoded once: the caller encoded the id twice.
+    const encodedTwice = /^[a-z0-9_]+%3a/i.test(deviceId);
     throw new DeviceIdError(
       'missing_prefix',
       deviceId,
-      `device id ${quote(deviceId)} has no brand prefix: ${validShape}`,
+      encodedTwice
+        ? `device id ${quote(deviceId)} has no brand prefix: it looks URL-encoded twice; encode the ":" once, as %3A`
+        : `device id ${quote(deviceId)} has no brand prefix: ${validShape}`,
     );
   }
   const prefix = deviceId.slice(0, colon);

@@ -183,6 +183,16 @@ describe('validateDeviceId accepts', () => {
     });
   }
 
+  test('when an id arrives URL-encoded twice then the error says so', () => {
+    assert.throws(
+      () => validateDeviceId(`brand_a%3A${vin}`),
+      (error: unknown) =>
+        error instanceof DeviceIdError &&
+        error.code === 'missing_prefix' &&
+        /URL-encoded twice; encode the ":" once, as %3A$/.test(error.message),
+    );
+  });
+
   test('when a VIN is written in lower case then the error says to write it in upper case', () => {
     assert.throws(
       () => validateDeviceId(`brand_a:${vin.toLowerCase()}`),

@@ -77,6 +77,12 @@ describe('the HTTP surface', () => {
     });
     assertProblem(reply, 415, 'unsupported_media_type');
     assert.match(reply.body.detail, /send the body as JSON, with Content-Type: application\/json/);
+    const untyped = await call(url, 'POST', '/api/v1/auth/challenges', {
+      raw: 'public_key=ssh-ed25519',
+      headers: { 'content-type': '' },
+    });
+    assertProblem(untyped, 415, 'unsupported_media_type');
+    assert.doesNotMatch(untyped.body.detail, /undefined/);
   });
 
   test('when a body names a brand that does not exist then 422 unknown_brand, as in a device id', async () => {

@@ -100,7 +100,7 @@ function toProblemError(error: unknown, limitBytes: number): ProblemError | unde
     return new ProblemError(
       415,
       code,
-      `${e.message ?? 'Unsupported media type'}: send the body as JSON, with Content-Type: application/json.`,
+      `${e.message && !e.message.endsWith('undefined') ? e.message : 'The request has a body but no Content-Type'}: send the body as JSON, with Content-Type: application/json.`,
     );
   }
   const detail =

@@ -28,6 +28,8 @@ export function call(base: string, method: string, path: string, options: CallOp
     headers['content-type'] ??= 'application/json';
     headers['content-length'] = String(Buffer.byteLength(payload));
   }
+  // `'content-type': ''` sends a body without one, as `curl -d` to a JSON route may.
+  if (headers['content-type'] === '') delete headers['content-type'];
   return new Promise((resolve, reject) => {
     const req = request(new URL(path, base), { method, headers, localAddress: options.from }, (res) => {
       const chunks: Buffer[] = [];
