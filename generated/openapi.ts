@@ -431,7 +431,8 @@ export interface paths {
          *     1. Without a body, or without `code`: the service sends the car the command
          *        `pairing.show_code` with a one-time 8-digit code and answers 202 with when the code expires
          *        (5 minutes). A car has one live code at a time: asking again while one is live answers 202
-         *        with that code's command and expiry and sends nothing new. A car that is offline gets the
+         *        with that code's command and expiry and sends nothing new. A car is sent at most 5 codes
+         *        an hour: a sixth is 429 `too_many_pairing_codes`, with `Retry-After`. A car that is offline gets the
          *        command when it comes back, while the code lives.
          *     2. With `{code}`: the code the car shows. Right, and the caller is the owner (200, the car with
          *        `owner_id`). Each code allows 5 tries; then it is spent and a new one must be asked for.
@@ -3310,6 +3311,7 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["UnprocessablePairing"];
             426: components["responses"]["UpgradeRequired"];
+            429: components["responses"]["TooManyRequests"];
             503: components["responses"]["ServiceUnavailable"];
         };
     };

@@ -209,6 +209,31 @@ describe('pairing a car with the code it shows', () => {
     assert.equal((await commands.pair(user.token, credential.deviceId, { code: freshCode })).status, 200);
   });
 
+  test('when a sixth code within an hour is asked for then 429 too_many_pairing_codes with Retry-After, and an hour after the first one it is sent', async () => {
+    const user = await signUpDeveloper(service.url);
+    const credential = await provision();
+    // Five codes, each spent by five wrong guesses, so that the next ask makes a new one.
+    for (let made = 0; made < 5; made++) {
+      const asked = await commands.pair(user.token, credential.deviceId);
+      assert.equal(asked.status, 202, JSON.stringify(asked.body));
+      for (let guess = 0; guess < 5; guess++) {
+        const wrong = await commands.pair(user.token, credential.deviceId, { code: '00000000' });
+        assert.equal(wrong.status, 422);
+      }
+    }
+    const refused = await commands.pair(user.token, credential.deviceId);
+    assert.equal(refused.status, 429, JSON.stringify(refused.body));
+    assert.equal(refused.body.code, 'too_many_pairing_codes');
+    const retryAfter = Number(refused.headers['retry-after']);
+    assert.ok(retryAfter > 59 * 60 && retryAfter <= 60 * 60, `Retry-After ${retryAfter}`);
+    // An hour on for this car (the service's clock stays, so that the accounts' tokens do too).
+    await service.store
+      .db('car_commands')
+      .where({ device_id: credential.deviceId })
+      .update({ created_at: service.store.db.raw("created_at - interval '61 minutes'") });
+    assert.equal((await commands.pair(user.token, credential.deviceId)).status, 202);
+  });
+
   test('when a code is typed but none was asked for then 422 no_pairing_code; a car never provisioned is 404', async () => {
     const user = await signUpDeveloper(service.url);
     const credential = await provision();

@@ -1,5 +1,5 @@
 /** SQL for pairing: the car's one pairing code, and the car's owner. */
-import type { CommandState } from '../commands/command-states.ts';
+import { type CommandState, pairingCommand } from '../commands/command-states.ts';
 import type { Db } from '../store/db.ts';
 import type { CarRow } from './car-repository.ts';
 
@@ -48,4 +48,14 @@ export async function setOwner(db: Db, deviceId: string, ownerId: string, at: Da
     .update({ owner_id: ownerId, paired_at: at })
     .returning('*');
   return row as CarRow;
+}
+
+/** When each pairing code made for the car since `since` was made, oldest first (its command's time). */
+export async function codesMadeSince(db: Db, deviceId: string, since: Date): Promise<Date[]> {
+  const rows = await db('car_commands')
+    .where({ device_id: deviceId, name: pairingCommand })
+    .andWhere('created_at', '>', since)
+    .orderBy('created_at')
+    .select('created_at');
+  return rows.map((row: { created_at: Date }) => row.created_at);
 }

@@ -14,7 +14,7 @@ import type { CommandMetrics } from '../commands/command-metrics.ts';
 import { insertCommand, withdrawCommand } from '../commands/command-repository.ts';
 import { newCommand } from '../commands/command-service.ts';
 import { type CommandState, finalStates, pairingCommand } from '../commands/command-states.ts';
-import { ConflictError, InvalidError, NotFoundError } from '../errors.ts';
+import { ConflictError, InvalidError, NotFoundError, TooManyRequestsError } from '../errors.ts';
 import type { Db } from '../store/db.ts';
 import { type Car, toApiCar } from './car-service.ts';
 import {
@@ -25,6 +25,7 @@ import {
   pairingCodeMatches,
 } from './pairing-code.ts';
 import {
+  codesMadeSince,
   deletePairingCode,
   findPairingCode,
   lockCar,
@@ -38,6 +39,9 @@ export type PairingCodeSent = components['schemas']['PairingCodeSent'];
 /** How long a code is accepted, and how many tries it allows. */
 export const pairingCodeTtlMs = 5 * 60 * 1000;
 export const pairingCodeTries = 5;
+/** At most this many codes per car in this window: 25 guesses an hour at 10^8 codes. */
+export const codesPerWindow = 5;
+const codeWindowMs = 60 * 60 * 1000;
 
 export type PairingResult = { kind: 'paired'; car: Car } | { kind: 'code_sent'; sent: PairingCodeSent };
 
@@ -95,6 +99,18 @@ export function createPairingService(deps: {
       !refused.includes(current.command_state)
     ) {
       return { kind: 'code_sent', sent: codeSent(deviceId, current.command_id, current.expires_at) };
+    }
+    // Each code allows a few guesses; without a bound on codes, anyone could guess on and on (and
+    // fill the car's screen with codes nobody in it asked for).
+    const recent = await codesMadeSince(trx, deviceId, new Date(now.getTime() - codeWindowMs));
+    if (recent.length >= codesPerWindow) {
+      const oldest = recent[0] as Date;
+      const retryAfter = Math.max(1, Math.ceil((oldest.getTime() + codeWindowMs - now.getTime()) / 1000));
+      throw new TooManyRequestsError(
+        'too_many_pairing_codes',
+        `The car ${deviceId} was sent ${codesPerWindow} pairing codes in the last hour: ask for another in ${Math.ceil(retryAfter / 60)} min.`,
+        retryAfter,
+      );
     }
     const code = newPairingCode();
     const expiresAt = new Date(now.getTime() + pairingCodeTtlMs);
