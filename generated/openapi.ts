@@ -595,7 +595,8 @@ export interface paths {
         };
         /**
          * A car's recent commands
-         * @description The car's commands, newest first, for its owner and admins (anyone else gets 404).
+         * @description The car's commands, newest first: for its owner those made since they paired it (an earlier
+         *     owner's are not theirs to read), for admins all; anyone else gets 404.
          */
         get: operations["listCarCommands"];
         put?: never;

@@ -278,7 +278,7 @@ describe('car commands on the embedded broker', () => {
     assert.equal(status.body.state.doors_locked, true);
   });
 
-  test('when the owner transfers the car then what they asked of it and not finished is expired and never reaches it, while an admin’s command goes on', async () => {
+  test('when the owner transfers the car then what they asked of it and not finished is expired and never reaches it, an admin’s command goes on, and the new owner sees only what came after', async () => {
     const [credential] = (await provision()) as [CarCredential];
     const first = await signUpDeveloper(service.url);
     const second = await signUpDeveloper(service.url);
@@ -301,6 +301,23 @@ describe('car commands on the embedded broker', () => {
     const car = await bareCar(credential);
     await receivedBy(car, admins.body.command_id);
     assert.ok(!car.received.some((command) => command.command_id === theirs.body.command_id));
+
+    // The new owner sees what was asked of the car since it became theirs, not before.
+    const mine = await commands.send(second.token, credential.deviceId, { name: 'doors.lock' });
+    const listed = await call(service.url, 'GET', carPath(credential.deviceId, 'commands'), {
+      token: second.token,
+    });
+    assert.deepEqual(
+      listed.body.commands.map((command: { command_id: string }) => command.command_id),
+      [mine.body.command_id],
+    );
+    const before = await commands.read(second.token, credential.deviceId, theirs.body.command_id);
+    assert.equal(before.status, 404);
+    assert.equal(before.body.code, 'command_not_found');
+    const all = await call(service.url, 'GET', carPath(credential.deviceId, 'commands'), {
+      token: admin.token,
+    });
+    assert.equal(all.body.commands.length, 3, 'an admin sees them all');
   });
 
   test('when a command is not final by its expiry then it is expired, is not sent to the car that comes back later, and stays expired', async () => {

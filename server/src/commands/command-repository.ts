@@ -59,12 +59,15 @@ export interface CommandPosition {
   commandId: string;
 }
 
-/** Newest first; `limit + 1` rows are read so the caller knows whether another page follows. */
+/**
+ * Newest first, from `after` on and made at `since` or later; `limit + 1` rows are read so the
+ * caller knows whether another page follows.
+ */
 export async function listCommands(
   db: Db,
   deviceId: string,
   limit: number,
-  after?: CommandPosition,
+  { after, since }: { after?: CommandPosition; since?: Date } = {},
 ): Promise<CommandRow[]> {
   const query = db<CommandRow>('car_commands')
     .where({ device_id: deviceId })
@@ -73,6 +76,7 @@ export async function listCommands(
       { column: 'command_id', order: 'desc' },
     ])
     .limit(limit + 1);
+  if (since) query.where('created_at', '>=', since);
   if (after) {
     query.where((older) =>
       older

@@ -155,11 +155,20 @@ export function createCommandService(deps: {
     await requirePublishedVersion(db, String(args.app_id), String(args.version));
   }
 
+  /**
+   * Since when the caller may see the car's commands: an owner, those made since they paired it
+   * (an earlier owner's are theirs alone); an admin, all.
+   */
+  async function commandsVisibleSince(principal: Principal, deviceId: string): Promise<Date | undefined> {
+    const car = visibleCar(principal, deviceId, await findCar(db, deviceId));
+    return principal.isAdmin ? undefined : (car.paired_at ?? undefined);
+  }
+
   async function visibleCommand(principal: Principal, deviceId: string, commandId: string) {
-    visibleCar(principal, deviceId, await findCar(db, deviceId));
+    const since = await commandsVisibleSince(principal, deviceId);
     const row = await findCommand(db, commandId);
     // Another car's command is no command of this one.
-    if (!row || row.device_id !== deviceId) {
+    if (!row || row.device_id !== deviceId || (since && row.created_at < since)) {
       throw new NotFoundError('command_not_found', `The car ${deviceId} has no command ${commandId}.`);
     }
     return row;
@@ -204,9 +213,9 @@ export function createCommandService(deps: {
       query: { limit?: number; cursor?: string },
     ): Promise<CommandList> {
       const after = query.cursor ? decodeCursor(query.cursor) : undefined;
-      visibleCar(principal, deviceId, await findCar(db, deviceId));
+      const since = await commandsVisibleSince(principal, deviceId);
       const limit = query.limit ?? 50;
-      const rows = await listCommands(db, deviceId, limit, after);
+      const rows = await listCommands(db, deviceId, limit, { after, since });
       const page = rows.slice(0, limit);
       const last = page.at(-1);
       return {
