@@ -17,6 +17,18 @@ export {
 } from './device-id.ts';
 export type { CarTopicSuffix, DeviceTopic } from './device-topic.ts';
 export { deviceTopic, parseDeviceTopic } from './device-topic.ts';
+export type {
+  IdentityTokenErrorCode,
+  IdentityTokenKeySet,
+  VerifiedIdentity,
+  VerifyIdentityTokenOptions,
+} from './identity-token.ts';
+export {
+  createIdentityTokenVerifier,
+  IdentityTokenError,
+  identityTokenErrorCodes,
+  verifyIdentityToken,
+} from './identity-token.ts';
 export type { Version } from './semver.ts';
 export { compareVersions, parseVersion } from './semver.ts';
 export type { UnstorableText } from './text.ts';
