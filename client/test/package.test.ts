@@ -1,0 +1,195 @@
+/**
+ * @svc/sdk as a mini-app developer gets it: `npm pack`, installed from the tarball into an empty
+ * project outside this repository, and used there with plain `node` (no TypeScript loader) and
+ * `tsc`. vitest's global setup built client/dist first.
+ */
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, test } from 'vitest';
+import { exportedFiles, sdkRoot } from '../../scripts/build-sdk.ts';
+import {
+  appId,
+  issuer,
+  makeSigningKey,
+  serviceClaims,
+  signToken,
+  startJwksServer,
+} from './support/identity-keys.ts';
+
+const run = promisify(execFile);
+const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
+const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
+
+interface PackedFile {
+  path: string;
+}
+
+describe('@svc/sdk, packed and installed', () => {
+  const scratch = mkdtempSync(join(tmpdir(), 'svc-sdk-package-'));
+  const project = join(scratch, 'app');
+  let packed: PackedFile[] = [];
+
+  beforeAll(async () => {
+    // The build is the global setup's; packing must not rebuild dist/ under the other test files.
+    const { stdout } = await run(npm, ['pack', '--json', '--ignore-scripts', '--pack-destination', scratch], {
+      cwd: sdkRoot,
+    });
+    const [info] = JSON.parse(stdout) as [{ filename: string; files: PackedFile[] }];
+    packed = info.files;
+    const tarball = join(scratch, info.filename);
+
+    mkdirSync(project);
+    writeFileSync(
+      join(project, 'package.json'),
+      `${JSON.stringify({ name: 'hello-car-backend', private: true, type: 'module' }, null, 2)}\n`,
+    );
+    // jose and openapi-fetch come from npm's cache when this machine installed them before.
+    await run(npm, ['install', tarball, '--prefer-offline', '--no-audit', '--no-fund', '--ignore-scripts'], {
+      cwd: project,
+    });
+  });
+  afterAll(() => rmSync(scratch, { recursive: true, force: true }));
+
+  test('when packed then it holds the built package and nothing of the repository', () => {
+    const paths = packed.map((file) => file.path).sort();
+    assert.ok(paths.includes('package.json'));
+    assert.ok(paths.includes('README.md'));
+    for (const file of exportedFiles()) assert.ok(paths.includes(file.replace(/^\.\//, '')), `no ${file}`);
+    assert.ok(paths.includes('dist/generated/sdk-models.js'));
+    assert.ok(paths.includes('dist/generated/sdk-models.d.ts'));
+    assert.deepEqual(
+      paths.filter((path) => !path.startsWith('dist/') && path !== 'package.json' && path !== 'README.md'),
+      [],
+    );
+    assert.deepEqual(
+      paths.filter(
+        (path) => /\.test\.|\.tsbuildinfo$|(^|\/)src\/.*\.ts$/.test(path) && !path.endsWith('.d.ts'),
+      ),
+      [],
+    );
+    // No file of the package reaches outside it: the generated modules are compiled in.
+    const installed = join(project, 'node_modules/@svc/sdk');
+    for (const path of paths.filter((p) => p.endsWith('.js'))) {
+      const text = readFileSync(join(installed, path), 'utf8');
+      for (const [, specifier] of text.matchAll(/from\s+"(\.[^"]+)"/g)) {
+        const target = join(installed, path, '..', specifier as string);
+        assert.ok(target.startsWith(`${installed}/`), `${path} imports ${specifier}, outside the package`);
+        assert.ok(
+          paths.includes(target.slice(installed.length + 1)),
+          `${path} imports ${specifier}, not packed`,
+        );
+      }
+    }
+  });
+
+  test('when plain node imports it then it validates a device id and verifies a token against a JWKS URL', async () => {
+    const key = await makeSigningKey('key-pack');
+    const server = await startJwksServer([key]);
+    try {
+      const token = await signToken(key, serviceClaims());
+      const wrongApp = await signToken(key, serviceClaims({ aud: 'com.example.other' }));
+      writeFileSync(
+        join(project, 'check.mjs'),
+        `import { validateDeviceId, redactDeviceId, verifyIdentityToken, IdentityTokenError, createSvcClient } from '@svc/sdk';
+const [jwksUrl, token, wrongApp] = process.argv.slice(2);
+const parts = validateDeviceId('brand_a:1HGCM82633A004352');
+const identity = await verifyIdentityToken(token, { jwksUrl, audience: ${JSON.stringify(appId)}, issuer: ${JSON.stringify(issuer)} });
+const refusal = await verifyIdentityToken(wrongApp, { jwksUrl, audience: ${JSON.stringify(appId)} }).catch((error) => error);
+const svc = createSvcClient({ baseUrl: 'https://svc.example.com' });
+console.log(JSON.stringify({
+  parts,
+  redacted: redactDeviceId(identity.deviceId),
+  identity,
+  refusal: refusal instanceof IdentityTokenError ? refusal.code : String(refusal),
+  client: typeof svc.cars.status,
+}));
+`,
+      );
+      const { stdout } = await run(process.execPath, ['check.mjs', server.url, token, wrongApp], {
+        cwd: project,
+      });
+      const result = JSON.parse(stdout);
+      assert.deepEqual(result.parts, { brand: 'brand_a', nativeId: '1HGCM82633A004352' });
+      assert.equal(result.redacted, '*********************4352');
+      assert.equal(result.identity.deviceId, 'brand_a:1HGCM82633A004352');
+      assert.equal(result.identity.appId, appId);
+      assert.equal(result.refusal, 'wrong_audience');
+      assert.equal(result.client, 'function');
+      assert.equal(server.fetches(), 1);
+    } finally {
+      await server.close();
+    }
+  });
+
+  test('when tsc checks code that uses it then CarStatus has deviceId and no device_id', async () => {
+    writeFileSync(
+      join(project, 'tsconfig.json'),
+      `${JSON.stringify(
+        {
+          compilerOptions: {
+            target: 'ES2022',
+            module: 'NodeNext',
+            moduleResolution: 'NodeNext',
+            lib: ['ES2022', 'DOM'],
+            types: [],
+            strict: true,
+            noEmit: true,
+            // The package's own declarations are checked too.
+            skipLibCheck: false,
+          },
+          include: ['use.ts'],
+        },
+        null,
+        2,
+      )}\n`,
+    );
+    writeFileSync(
+      join(project, 'use.ts'),
+      `import { type CarStatus, createSvcClient, type VerifiedIdentity, verifyIdentityToken, toCarStatus } from '@svc/sdk';
+
+export async function show(baseUrl: string, token: string, deviceId: string): Promise<string> {
+  const svc = createSvcClient({ baseUrl, token });
+  const status: CarStatus = await svc.cars.status(deviceId);
+  // @ts-expect-error device_id is the wire name; the model has deviceId
+  status.device_id;
+  return \`\${status.deviceId} (\${status.brand}) last seen \${status.lastSeen ?? 'never'}\`;
+}
+
+export async function who(token: string): Promise<VerifiedIdentity> {
+  return verifyIdentityToken(token, { jwksUrl: 'https://svc.example.com/.well-known/jwks.json', audience: 'com.example.hello-car' });
+}
+
+export const converted: string = toCarStatus({
+  device_id: 'brand_a:1HGCM82633A004352',
+  brand: 'brand_a',
+  online: true,
+  last_seen: null,
+  state: { doors_locked: true },
+  reported_at: null,
+}).deviceId;
+`,
+    );
+    const checked = await run(process.execPath, [tsc, '-p', '.'], { cwd: project }).catch(
+      (error: { stdout: string; code: number }) => error,
+    );
+    assert.equal('code' in checked ? checked.code : 0, 0, 'stdout' in checked ? checked.stdout : '');
+
+    // The same file with the wire name used as a field does not compile.
+    writeFileSync(
+      join(project, 'use.ts'),
+      readFileSync(join(project, 'use.ts'), 'utf8').replace(
+        '  // @ts-expect-error device_id is the wire name; the model has deviceId\n',
+        '',
+      ),
+    );
+    const refused = await run(process.execPath, [tsc, '-p', '.'], { cwd: project }).catch(
+      (error: { stdout: string }) => error,
+    );
+    assert.match(String(refused.stdout), /Property 'device_id' does not exist on type 'CarStatus'/);
+  });
+});
