@@ -3,13 +3,18 @@
  * runs the files whose path contains `device-id`.
  */
 import { availableParallelism } from 'node:os';
+import { defaultClientConditions, defaultServerConditions } from 'vite';
 import { defineConfig } from 'vitest/config';
+import { sourceCondition } from './scripts/build-sdk.ts';
 
 export default defineConfig({
+  // Workspaces import @svc/sdk as its TypeScript source, never a dist/ built earlier.
+  resolve: { conditions: [sourceCondition, ...defaultClientConditions] },
+  ssr: { resolve: { conditions: [sourceCondition, ...defaultServerConditions] } },
   test: {
     include: ['{scripts,client,ssh,manifest,server,cli,simulator}/test/**/*.test.ts'],
     exclude: ['**/node_modules/**', '**/fixtures/**'],
-    // The CLI bundle the end-to-end tests run, built once for all of them.
+    // The SDK package and the CLI bundle the end-to-end tests run, built once for all of them.
     globalSetup: ['scripts/test/build-cli.global.ts'],
     // Each file in a process of its own: tests start services, agents and keyrings, and some
     // set process-wide state (the environment, signal handlers).

@@ -6,6 +6,7 @@ import { chmodSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
+import { sourceCondition } from './build-sdk.ts';
 import { repoRoot } from './repo-root.ts';
 
 export const cliDist = join(repoRoot, 'cli/dist');
@@ -20,6 +21,9 @@ export async function buildCli(): Promise<void> {
     format: 'esm',
     platform: 'node',
     target: 'node20',
+    // The SDK's TypeScript source, as everywhere in this repository (its dist/ is for npm users);
+    // `module` is what esbuild asks for when given no conditions of its own.
+    conditions: [sourceCondition, 'module'],
     // A native module: installed from its platform package, never bundled.
     external: ['@napi-rs/keyring'],
     // jsonc-parser's `main` is a UMD build that loads its parts with a require() esbuild cannot

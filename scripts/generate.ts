@@ -17,6 +17,7 @@ import { bundleOpenApi } from './codegen/openapi-bundle.ts';
 import { generateOpenApiTypes } from './codegen/openapi-types.ts';
 import { generatePatterns } from './codegen/patterns.ts';
 import { generateRoutes } from './codegen/routes.ts';
+import { generateSdkModels } from './codegen/sdk-models.ts';
 import { repoRoot } from './repo-root.ts';
 
 /** Every file of generated/, by name, as the contract in `root` makes it. */
@@ -28,6 +29,7 @@ export async function renderGenerated(root: string): Promise<Record<string, stri
     'openapi.json': `${JSON.stringify(bundled, null, 2)}\n`,
     'openapi.ts': await generateOpenApiTypes(doc),
     'routes.ts': generateRoutes(doc),
+    'sdk-models.ts': generateSdkModels(doc),
     'brands.ts': generateBrands(doc),
     'patterns.ts': generatePatterns(doc),
     'manifest-validator.cjs': generateManifestValidator(doc),

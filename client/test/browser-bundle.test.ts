@@ -7,12 +7,13 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { build } from 'esbuild';
 import { describe, test } from 'vitest';
+import { sourceCondition } from '../../scripts/build-sdk.ts';
 import { repoRoot } from '../../scripts/repo-root.ts';
 
 const clientRoot = join(repoRoot, 'client');
 
 interface PackageManifest {
-  exports: Record<string, string>;
+  exports: Record<string, string | Record<string, string>>;
   dependencies?: Record<string, string>;
   devDependencies?: Record<string, string>;
 }
@@ -27,6 +28,8 @@ async function bundleForBrowser(entry: string): Promise<{ code: string; inputs: 
     entryPoints: [join(clientRoot, entry)],
     bundle: true,
     platform: 'browser',
+    // As a mini-app's bundler sees the SDK's dependencies; an import of a Node module fails the build.
+    conditions: ['module'],
     format: 'esm',
     write: false,
     metafile: true,
@@ -49,7 +52,21 @@ describe('@svc/sdk in a browser', () => {
     );
   });
 
-  for (const [subpath, entry] of Object.entries(manifest.exports)) {
+  const codeEntries = Object.entries(manifest.exports).flatMap(([subpath, target]) =>
+    typeof target === 'object' && target[sourceCondition]
+      ? [[subpath, target[sourceCondition]] as const]
+      : [],
+  );
+
+  test('when the package lists its entries, then each has its TypeScript source for this repository', () => {
+    assert.ok(codeEntries.length > 0);
+    assert.deepEqual(
+      codeEntries.map(([subpath]) => subpath),
+      Object.keys(manifest.exports).filter((subpath) => subpath !== './package.json'),
+    );
+  });
+
+  for (const [subpath, entry] of codeEntries) {
     test(`when "${subpath}" is bundled for a browser, then it holds no SSH code`, async () => {
       const { code, inputs } = await bundleForBrowser(entry);
       assert.deepEqual(

@@ -1,9 +1,12 @@
 /**
- * vitest's global setup: the CLI bundle is built once, before any test file runs. Test files run
- * in parallel; one rebuilding cli/dist while another runs `svc` from it would pull it away.
+ * vitest's global setup: the SDK package and the CLI bundle are built once, before any test file
+ * runs. Test files run in parallel; one rebuilding a dist/ while another reads from it would pull
+ * it away.
  */
 import { buildCli } from '../build-cli.ts';
+import { buildSdk } from '../build-sdk.ts';
 
 export default async function setup(): Promise<void> {
+  buildSdk();
   await buildCli();
 }
