@@ -47,3 +47,12 @@ export async function serveOrigin(paths: Record<string, Content>): Promise<Origi
       }),
   };
 }
+
+/** A port nothing listens on just now, for a process that must be told its port. */
+export async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
