@@ -84,7 +84,7 @@ describe.skipIf(missing)(`the host bridge in a browser${missing ? ` (${missing})
    * (a car that does not answer), install not offered. Each callback's calls are kept in
    * `window.calls`. A stranger's frame sits beside the app's.
    */
-  async function embedApp(page: Page): Promise<Frame> {
+  async function embedApp(page: Page, moreOptions = ''): Promise<Frame> {
     await page.evaluate(`(() => {
       window.calls = { identityToken: [], status: [], location: [] };
       const frame = document.createElement('iframe');
@@ -108,6 +108,7 @@ describe.skipIf(missing)(`the host bridge in a browser${missing ? ` (${missing})
           calls.location.push(car);
           return new Promise(() => {});
         },
+        ${moreOptions}
       });
       const stranger = document.createElement('iframe');
       stranger.id = 'stranger';
@@ -239,6 +240,37 @@ describe.skipIf(missing)(`the host bridge in a browser${missing ? ` (${missing})
     assert.equal(error.code, 'timeout');
     assert.match(error.message, /did not answer location within 300 ms/);
     assert.equal(await page.evaluate('calls.location.length'), 1);
+    await page.context().close();
+  });
+
+  test('when the app asks what the host cannot answer then each refusal has its code: unknown_method, inactive_car, too_many_requests, closed', async () => {
+    const page = await openHostPage();
+    const frame = await embedApp(page, 'maxPendingRequests: 2,');
+    await connect(frame, '{ timeoutMs: 5000 }');
+    /** A request as an app without the SDK would send it; the host's answer to it. */
+    const raw = (id: string, method: string, params: object) =>
+      frame.evaluate(`new Promise((resolve) => {
+        addEventListener('message', (event) => { if (event.data?.id === '${id}') resolve(event.data.error); });
+        parent.postMessage({ protocol: 'svc-host-bridge', version: 1, kind: 'request', id: '${id}', method: '${method}', params: ${JSON.stringify(params)} }, '${host.origin}');
+      })`);
+    assert.deepEqual(await raw('m1', 'selfDestruct', {}), {
+      code: 'unknown_method',
+      message:
+        'this host knows no method "selfDestruct": it answers connect, identityToken, status, location, install',
+    });
+    assert.equal(((await raw('m2', 'status', { deviceId: carB })) as { code: string }).code, 'inactive_car');
+    assert.equal(await page.evaluate('calls.status.length'), 0, 'nothing was asked about the other car');
+
+    // Two location calls wait on a car that does not answer; a third is refused at once.
+    await frame.evaluate(
+      'window.waiting = [ctx.location(), ctx.location()].map((call) => call.catch((e) => e.code))',
+    );
+    await page.waitForFunction('calls.location.length === 2');
+    assert.equal(errorOf(await settle(frame, 'ctx.location()')).code, 'too_many_requests');
+
+    await frame.evaluate('ctx.close()');
+    assert.deepEqual(await frame.evaluate('Promise.all(waiting)'), ['closed', 'closed']);
+    assert.equal(errorOf(await settle(frame, 'ctx.status()')).code, 'closed');
     await page.context().close();
   });
 
