@@ -6,6 +6,7 @@
  */
 import { createHash } from 'node:crypto';
 import { readFileSync, statSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import express, { type Router } from 'express';
 import { ProblemError } from './problem.ts';
 
@@ -15,7 +16,9 @@ export const sdkScriptPath = '/_svc/sdk.js';
 export const sdkScriptPaths = [sdkScriptPath] as const;
 
 /** The built runtime, where `npm run build` writes it. */
-export const defaultSdkScript = new URL('../../../client/dist/runtime.browser.js', import.meta.url).pathname;
+export const defaultSdkScript = fileURLToPath(
+  new URL('../../../client/dist/runtime.browser.js', import.meta.url),
+);
 
 /**
  * An hour: a new runtime reaches pages within that, and a page revalidates with its ETag
