@@ -12,6 +12,7 @@ import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { type BundleSize, buildBrowserBundles, describeSize, maxRuntimeGzipBytes } from './build-runtime.ts';
 import { repoRoot } from './repo-root.ts';
 
 export const sdkRoot = join(repoRoot, 'client');
@@ -37,7 +38,8 @@ export function exportedFiles(): string[] {
   return files;
 }
 
-export function buildSdk(): void {
+/** Builds the package, then the browser bundles of the runtime and the host (build-runtime.ts). */
+export function buildSdk(): { runtime: BundleSize; host: BundleSize } {
   rmSync(sdkDist, { recursive: true, force: true });
   const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
   const run = spawnSync(process.execPath, [tsc, '-p', join(sdkRoot, 'tsconfig.build.json')], {
@@ -54,9 +56,14 @@ export function buildSdk(): void {
         'each entry needs its source under client/src',
     );
   }
+  return buildBrowserBundles();
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
-  buildSdk();
-  process.stdout.write('built @svc/sdk into client/dist\n');
+  const { runtime, host } = buildSdk();
+  process.stdout.write(
+    'built @svc/sdk into client/dist\n' +
+      `  ${describeSize(runtime)} (at most ${maxRuntimeGzipBytes / 1024} KiB gzipped)\n` +
+      `  ${describeSize(host)}\n`,
+  );
 }

@@ -1,25 +1,39 @@
-// Hello Car: greets the car it runs in, using its own backend (declared in manifest.network).
+// Hello Car: greets the car it runs in, with a greeting from its own backend (manifest.network).
 //
-// The host gives the app its context: the car's device id in the full prefixed form
-// (`<brand>:<native_id>`) and a host-signed identity token that the backend verifies against
-// the service's JWKS (/.well-known/jwks.json). The app calls its backend with plain fetch(),
-// passing the device id URL-encoded as the `device_id` query parameter.
+// The host serves the SDK's runtime in this app's origin at /_svc/sdk.js, so the app needs no
+// bundler. connectHost() gives the active car (its full prefixed device id, `brand_a:…`) and
+// identity tokens that the backend verifies against the service's JWKS (README.md shows how).
+import { connectHost, redactDeviceId } from '/_svc/sdk.js';
 
 const backend = 'https://api.hello-car.example.com';
-
-/** Shows only the last 4 characters of the device id, as the platform's guidance asks. */
-function redactDeviceId(deviceId) {
-  const characters = [...deviceId];
-  return characters.map((character, i) => (i < characters.length - 4 ? '*' : character)).join('');
-}
+const car = document.getElementById('car');
+const greeting = document.getElementById('greeting');
 
 async function greet(ctx) {
-  document.getElementById('car').textContent = redactDeviceId(ctx.activeCarId);
-  const url = `${backend}/greeting?device_id=${encodeURIComponent(ctx.activeCarId)}`;
-  const response = await fetch(url, { headers: { authorization: `Bearer ${ctx.identityToken}` } });
-  const { greeting } = await response.json();
-  document.getElementById('greeting').textContent = greeting;
+  const deviceId = ctx.activeCarId;
+  // Never the whole id on screen: only its last characters.
+  car.textContent = redactDeviceId(deviceId);
+  greeting.textContent = 'Asking our backend for a greeting…';
+  const { token } = await ctx.identityToken();
+  const url = `${backend}/greeting?device_id=${encodeURIComponent(deviceId)}`;
+  const response = await fetch(url, { headers: { authorization: `Bearer ${token}` } });
+  if (!response.ok) throw new Error(`the backend answered ${response.status}`);
+  const body = await response.json();
+  // The car may have changed while we asked: a late answer is for a car no longer shown.
+  if (ctx.activeCarId !== deviceId) return;
+  greeting.textContent = typeof body.greeting === 'string' ? body.greeting : 'Hello!';
 }
 
-// The host calls `svcMiniApp.start(ctx)` once the page has loaded.
-globalThis.svcMiniApp = { start: (ctx) => greet(ctx).catch((error) => console.error('hello-car:', error)) };
+function failed(error) {
+  greeting.textContent = 'No greeting just now.';
+  console.error('hello-car:', error);
+}
+
+try {
+  const ctx = await connectHost();
+  const show = () => greet(ctx).catch(failed);
+  ctx.on('activecarchange', show);
+  show();
+} catch (error) {
+  failed(error);
+}

@@ -30,6 +30,7 @@ import { shuttingDown } from './http/problem.ts';
 import { baseUrlFor } from './http/public-url.ts';
 import { requestLog } from './http/request-log.ts';
 import { requestPacing } from './http/request-pacing.ts';
+import { sdkScriptPaths, sdkScriptRouter } from './http/sdk-script.ts';
 import { answerParserErrors, originFormTarget } from './http/transport.ts';
 import { contractValidators } from './http/validation.ts';
 import { createLogger, type Logger } from './logger.ts';
@@ -67,6 +68,8 @@ export interface AppDependencies {
   logger?: Logger;
   /** Folder with the built reference page (`npm run build`); /docs says how to build it when absent. */
   docsDir?: string;
+  /** The browser build of the runtime served at /_svc/sdk.js; by default client/dist/runtime.browser.js. */
+  sdkScript?: string;
   /** Password hashing at another scrypt cost (tests); by default the service's own. */
   passwords?: Passwords;
   /**
@@ -192,7 +195,9 @@ export function createApp(config: Config, deps: AppDependencies = {}) {
   app.use(requestLog(logger), metrics.observeRequests, inFlight.track, pacing.middleware);
   app.use(originFormTarget);
   // Before anything can answer: every answer to a listed origin, a refusal too, must be readable.
-  app.use(crossOrigin({ origins: config.corsOrigins, contract, getPaths: docsPaths }));
+  app.use(
+    crossOrigin({ origins: config.corsOrigins, contract, getPaths: [...docsPaths, ...sdkScriptPaths] }),
+  );
   app.use(requireCurrentCli);
   // The presigned upload PUT may take as long as its URL lives, and its URL is its credential.
   app.put(
@@ -210,6 +215,7 @@ export function createApp(config: Config, deps: AppDependencies = {}) {
     }),
   );
   app.use(docsRouter(contract, deps.docsDir, () => audience()));
+  app.use(sdkScriptRouter(deps.sdkScript));
   app.use(notFound);
   app.use(problemMiddleware({ logger, jsonLimitBytes: config.jsonLimitBytes }));
 

@@ -56,6 +56,8 @@ export async function startTestService(
   options: {
     store?: TestStore;
     docsDir?: string;
+    /** The runtime's browser build served at /_svc/sdk.js; by default the one `npm run build` makes. */
+    sdkScript?: string;
     clockRuns?: boolean;
     /** A data folder the caller owns (replicas sharing one); by default one of the test's own. */
     dataDir?: string;
@@ -87,6 +89,7 @@ export async function startTestService(
     clock: clock.clock,
     logger,
     docsDir: options.docsDir,
+    sdkScript: options.sdkScript,
     passwords: cheapPasswords,
     signingKeyCheckMs: options.signingKeyCheckMs,
     ...options.bridge,
