@@ -158,11 +158,17 @@ describe('npm start', () => {
       }
       assert.ok(!existsSync(join(portDataDir, 'svc.lock')), 'the refused start released the data folder');
       for (const args of [[], ['--check']]) {
-        // Its own PORT is the next port: the advice skips it.
-        const run = await runToExit(
-          { PORT: String(port + 1), METRICS_PORT: String(port), DATA_DIR: portDataDir },
-          args,
-        );
+        // Its own PORT is the next port: the advice skips it. Another test file's server may
+        // hold that port for a moment; then the service rightly names PORT, and it tries again.
+        let run = { code: 0, stderr: '' };
+        for (let attempt = 0; attempt < 10; attempt++) {
+          run = await runToExit(
+            { PORT: String(port + 1), METRICS_PORT: String(port), DATA_DIR: portDataDir },
+            args,
+          );
+          if (!run.stderr.startsWith(`svc: PORT ${port + 1} is taken`)) break;
+          await new Promise((resolve) => setTimeout(resolve, 200));
+        }
         assert.equal(run.code, 2, run.stderr);
         assert.match(
           run.stderr,
