@@ -160,7 +160,7 @@ describe('npm start', () => {
       for (const args of [[], ['--check']]) {
         // Its own PORT is the next port: the advice skips it. Another test file's server may
         // hold that port for a moment; then the service rightly names PORT, and it tries again.
-        let run = { code: 0, stderr: '' };
+        let run: { code: number | null; stderr: string } = { code: null, stderr: '' };
         for (let attempt = 0; attempt < 10; attempt++) {
           run = await runToExit(
             { PORT: String(port + 1), METRICS_PORT: String(port), DATA_DIR: portDataDir },
