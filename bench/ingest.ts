@@ -51,21 +51,19 @@ import {
   serviceReceives,
 } from '../generated/mqtt.ts';
 import { sample } from '../server/test/support/metrics.ts';
-import { errorText, type RunningChild, runChild, spawnChild } from './support/children.ts';
+import { errorText, type RunningChild, spawnChild } from './support/children.ts';
 import {
-  type BrokerKind,
   type Cleanup,
+  type Configuration,
   callJson,
-  configurations,
   prepareConfiguration,
   privilegedSignIn,
+  runBench,
   type ServiceReady,
   type SignIn,
-  type StoreKind,
   signInAdmin,
   startService,
   storeAndProfileSettings,
-  withCleanups,
 } from './support/service.ts';
 import { pause, percentile, positiveInteger } from './support/settings.ts';
 import { printTable } from './table.ts';
@@ -281,9 +279,7 @@ interface Settings {
   databaseUrl: string | undefined;
 }
 
-interface Measurement {
-  broker: BrokerKind;
-  store: StoreKind;
+interface Measurement extends Configuration {
   sentPerSecond: number;
   barePerSecond: number;
   storedPerSecond: number;
@@ -308,8 +304,7 @@ async function statusStored(metricsUrl: string): Promise<number> {
 
 /** One configuration, start to end; what it starts is undone at the end (its undoing into `cleanups`). */
 async function run(
-  broker: BrokerKind,
-  store: StoreKind,
+  { broker, store }: Configuration,
   settings: Settings,
   cleanups: Cleanup[],
 ): Promise<Measurement> {
@@ -498,8 +493,8 @@ function report(rows: Measurement[], settings: Settings): void {
   }
 }
 
-async function main(): Promise<void> {
-  const settings: Settings = {
+function settings(): Settings {
+  return {
     cars: positiveInteger('BENCH_CARS', 200),
     probes: positiveInteger('BENCH_PROBES', 4),
     telemetryEveryMs: positiveInteger('BENCH_TELEMETRY_MS', 50),
@@ -509,25 +504,12 @@ async function main(): Promise<void> {
     drain: positiveInteger('BENCH_DRAIN', 60),
     ...storeAndProfileSettings(),
   };
-  const rows: Measurement[] = [];
-  for (const { broker, store } of configurations(settings.databaseUrl)) {
-    rows.push(await withCleanups((cleanups) => run(broker, store, settings, cleanups)));
-  }
-  report(rows, settings);
-  if (settings.cpuProfDir) process.stdout.write(`CPU profiles in ${settings.cpuProfDir}\n`);
 }
 
-const mode = process.argv[2];
-if (mode === 'serve') {
-  runChild(serve);
-} else if (mode === 'count') {
-  runChild(startCounter);
-} else if (mode === 'probe') {
-  runChild(startProbes);
-} else {
-  // A measurement, not a test: exit 0 whatever the figures; non-zero only when the run itself failed.
-  await main().catch((error: unknown) => {
-    process.stderr.write(`bench:ingest failed: ${errorText(error)}\n`);
-    process.exitCode = 1;
-  });
-}
+await runBench({
+  name: 'ingest',
+  children: { serve, count: startCounter, probe: startProbes },
+  settings,
+  run,
+  report,
+});

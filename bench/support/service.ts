@@ -16,6 +16,7 @@ import { type Config, loadConfig } from '../../server/src/config.ts';
 import { createLogger } from '../../server/src/logger.ts';
 import { type Db, embeddedDbDir, openStore } from '../../server/src/store/db.ts';
 import { startMosquitto, type TestMosquitto } from '../../server/test/support/mosquitto.ts';
+import { errorText, type RunningChild, runChild } from './children.ts';
 
 export type BrokerKind = 'embedded' | 'mosquitto';
 export type StoreKind = 'pglite' | 'postgres';
@@ -239,4 +240,45 @@ export function storeAndProfileSettings() {
     databaseUrl: process.env.DATABASE_URL?.trim() || undefined,
     cpuProfDir: process.env.BENCH_CPU_PROF?.trim() ? resolve(process.env.BENCH_CPU_PROF.trim()) : undefined,
   };
+}
+
+// biome-ignore lint/suspicious/noExplicitAny: each mode's child takes an order and questions of its own
+type ChildStart = (order: any) => Promise<RunningChild<unknown, any, unknown>>;
+
+/**
+ * A benchmark's entry point. Run with a mode (`serve`, …), the file is one of its own child
+ * processes; without one, it measures each configuration (`run`, on fresh everything) and
+ * reports. It exits 0 whatever the figures: non-zero only when the run itself failed.
+ */
+export async function runBench<
+  Settings extends { databaseUrl: string | undefined; cpuProfDir?: string },
+  Row,
+>(
+  bench: {
+    name: string;
+    children: Record<string, ChildStart>;
+    settings(): Settings;
+    run(configuration: Configuration, settings: Settings, cleanups: Cleanup[]): Promise<Row>;
+    report(rows: Row[], settings: Settings): void;
+  },
+  mode = process.argv[2],
+): Promise<void> {
+  if (mode !== undefined) {
+    const start = Object.hasOwn(bench.children, mode) ? bench.children[mode] : undefined;
+    if (!start) throw new Error(`bench:${bench.name} has no mode ${mode}`);
+    runChild(start);
+    return;
+  }
+  try {
+    const settings = bench.settings();
+    const rows: Row[] = [];
+    for (const configuration of configurations(settings.databaseUrl)) {
+      rows.push(await withCleanups((cleanups) => bench.run(configuration, settings, cleanups)));
+    }
+    bench.report(rows, settings);
+    if (settings.cpuProfDir) process.stdout.write(`CPU profiles in ${settings.cpuProfDir}\n`);
+  } catch (error) {
+    process.stderr.write(`bench:${bench.name} failed: ${errorText(error)}\n`);
+    process.exitCode = 1;
+  }
 }
