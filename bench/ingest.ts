@@ -39,16 +39,8 @@
  * (e.g. `embedded/pglite,mosquitto/postgres`) to run only some configurations, BENCH_CPU_PROF=<folder>
  * for a V8 CPU profile of each service process (see bench/api.ts).
  */
-import { type ChildProcess, fork } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
-import { once } from 'node:events';
-import { closeSync, mkdtempSync, openSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { fileURLToPath } from 'node:url';
 import { type CarCredential, provisionCars, startSimulator } from '@svc/car-simulator';
-import knex from 'knex';
 import mqtt, { type IClientOptions, type MqttClient } from 'mqtt';
 import {
   type CarStatusReport,
@@ -58,42 +50,30 @@ import {
   parseCarTopic,
   serviceReceives,
 } from '../generated/mqtt.ts';
-import type { AdminCode } from '../server/src/accounts/admin-codes.ts';
-import { createApp } from '../server/src/app.ts';
-import { type Config, loadConfig } from '../server/src/config.ts';
-import { createLogger } from '../server/src/logger.ts';
-import { embeddedDbDir, openStore } from '../server/src/store/db.ts';
 import { sample } from '../server/test/support/metrics.ts';
-import { startMosquitto, type TestMosquitto } from '../server/test/support/mosquitto.ts';
-import { positiveInteger } from './support/settings.ts';
+import { errorText, type RunningChild, spawnChild } from './support/children.ts';
+import {
+  type Cleanup,
+  type Configuration,
+  callJson,
+  prepareConfiguration,
+  privilegedSignIn,
+  runBench,
+  type ServiceReady,
+  type SignIn,
+  signInAdmin,
+  startService,
+  storeAndProfileSettings,
+} from './support/service.ts';
+import { pause, percentile, positiveInteger } from './support/settings.ts';
 import { printTable } from './table.ts';
-
-type BrokerKind = 'embedded' | 'mosquitto';
-type StoreKind = 'pglite' | 'postgres';
 
 const goalRatio = 0.5;
 const mib = 1024 * 1024;
-const adminEmail = 'bench@example.com';
-
-interface SignIn {
-  url: string;
-  username: string;
-  password: string;
-  clientId: string;
-  protocolVersion: 4 | 5;
-}
 
 /** Parent → service child. */
 interface ServeOrder {
   env: Record<string, string>;
-}
-
-interface ServiceReady {
-  url: string;
-  metricsUrl: string;
-  mqttUrl: string;
-  adminCodes: AdminCode[];
-  serviceCredential: { username: string; password: string };
 }
 
 interface ServiceCounts {
@@ -115,99 +95,26 @@ interface StreamCounts {
   telemetry: number;
 }
 
-type Report<Ready> = { ready: Ready } | { failed: string };
 /** Parent → child: what it has counted so far. */
 interface Question {
-  id: number;
   /** Start afresh from here: the service's peak memory, the probes' delays. */
   reset?: boolean;
   /** Probes: stop, and count the last ones in. */
   finish?: boolean;
 }
-interface Answer<Counts> {
-  id: number;
-  counts: Counts;
-}
-
-function errorText(error: unknown): string {
-  if (!(error instanceof Error)) return String(error);
-  // fetch says only "fetch failed"; the reason is its cause.
-  return error.cause
-    ? `${error.stack}\ncaused by: ${errorText(error.cause)}`
-    : (error.stack ?? error.message);
-}
-
-// ---------------------------------------------------------------------------------------------
-// Child processes: each waits for its order, reports ready, answers questions, and stops cleanly
-// (a normal exit lets --cpu-prof write its profile) when the parent disconnects.
-
-interface RunningChild<Ready, Counts> {
-  ready: Ready;
-  counts(question: Question): Promise<Counts>;
-  stop(): Promise<void>;
-}
-
-function runChild<Order, Ready, Counts>(start: (order: Order) => Promise<RunningChild<Ready, Counts>>): void {
-  const send = (message: Report<Ready> | Answer<Counts>) => process.send?.(message);
-  process.once('message', (order: Order) => {
-    start(order).then(
-      (running) => {
-        process.on('message', (question: Question) => {
-          running.counts(question).then(
-            (counts) => send({ id: question.id, counts }),
-            (error: unknown) => {
-              process.stderr.write(`${errorText(error)}\n`);
-              process.exit(1);
-            },
-          );
-        });
-        process.once('disconnect', () => {
-          running.stop().then(
-            () => process.exit(0),
-            (error: unknown) => {
-              process.stderr.write(`${errorText(error)}\n`);
-              process.exit(1);
-            },
-          );
-        });
-        send({ ready: running.ready });
-      },
-      (error: unknown) => {
-        send({ failed: errorText(error) });
-        process.exit(1);
-      },
-    );
-  });
-}
 
 /** The service as main.ts starts it, on its own store, which it also counts rows in. */
-async function startService({ env }: ServeOrder): Promise<RunningChild<ServiceReady, ServiceCounts>> {
-  const config: Config = { ...loadConfig(env), validateResponses: false };
-  const logger = createLogger();
-  const db = openStore({
-    databaseUrl: config.databaseUrl,
-    pgliteDir: config.databaseUrl ? undefined : embeddedDbDir(config.dataDir),
-    acquireTimeoutMs: config.databaseAcquireTimeoutMs,
-    statementTimeoutMs: config.databaseStatementTimeoutMs,
-    logger,
-  });
-  const app = createApp(config, { db, logger });
-  const started = await app.start();
+async function serve({ env }: ServeOrder): Promise<RunningChild<ServiceReady, Question, ServiceCounts>> {
+  const service = await startService(env);
   let peak = process.memoryUsage.rss();
   const sampler = setInterval(() => {
     peak = Math.max(peak, process.memoryUsage.rss());
   }, 100);
   const count = async (table: string) =>
-    Number((await db(table).count<{ count: string | number }>('* as count').first())?.count ?? 0);
+    Number((await service.db(table).count<{ count: string | number }>('* as count').first())?.count ?? 0);
   return {
-    ready: {
-      url: started.url,
-      metricsUrl: started.metricsUrl,
-      mqttUrl: started.mqttUrl,
-      adminCodes: started.adminCodes,
-      serviceCredential: app.broker.serviceCredential,
-    } satisfies ServiceReady,
-    async counts({ reset }: Question): Promise<ServiceCounts> {
+    ready: service.ready,
+    async answer({ reset }: Question): Promise<ServiceCounts> {
       const rssBytes = process.memoryUsage.rss();
       peak = Math.max(peak, rssBytes);
       const counts = {
@@ -221,14 +128,13 @@ async function startService({ env }: ServeOrder): Promise<RunningChild<ServiceRe
     },
     async stop() {
       clearInterval(sampler);
-      await app.stop();
-      await db.destroy();
+      await service.stop();
     },
   };
 }
 
 /** The baseline: the bridge's subscriptions, at its QoS, and a count of status and telemetry. */
-async function startCounter({ signIn }: CountOrder): Promise<RunningChild<true, StreamCounts>> {
+async function startCounter({ signIn }: CountOrder): Promise<RunningChild<true, Question, StreamCounts>> {
   const counts: StreamCounts = { status: 0, telemetry: 0 };
   const options: IClientOptions = {
     username: signIn.username,
@@ -253,117 +159,13 @@ async function startCounter({ signIn }: CountOrder): Promise<RunningChild<true, 
     throw new Error(`the broker refused ${refused.map((grant) => grant.topic).join(', ')}`);
   return {
     ready: true,
-    counts: async () => ({ ...counts }),
+    answer: async () => ({ ...counts }),
     stop: () => client.endAsync(),
   };
 }
 
 // ---------------------------------------------------------------------------------------------
 // Parent: children, the fleet, the probes, the report.
-
-interface Child<Ready, Counts> {
-  ready: Ready;
-  ask(question?: Omit<Question, 'id'>): Promise<Counts>;
-  stop(): Promise<void>;
-  logFile: string;
-}
-
-async function spawnChild<Ready, Counts>(
-  mode: 'serve' | 'count' | 'probe',
-  label: string,
-  order: ServeOrder | CountOrder | ProbeOrder,
-  cpuProfDir: string | undefined,
-): Promise<Child<Ready, Counts>> {
-  const profiling =
-    cpuProfDir && mode === 'serve' ? ['--cpu-prof', `--cpu-prof-dir=${join(cpuProfDir, label)}`] : [];
-  // The service's log goes to a file, as in production; a terminal would slow it and bury the results.
-  const logFile = join(tmpdir(), `svc-bench-ingest-${label}-${mode}.log`);
-  const log = openSync(logFile, 'w');
-  const child: ChildProcess = fork(fileURLToPath(import.meta.url), [mode], {
-    execArgv: ['--import', import.meta.resolve('tsx'), ...profiling],
-    stdio: ['ignore', 'inherit', log, 'ipc'],
-  });
-  closeSync(log);
-  // A child that died is reported by its exit, below; sending to it must not crash this process.
-  child.on('error', () => {});
-  const exited = once(child, 'exit');
-  const failedEarly = exited.then(([code]) => {
-    throw new Error(`the ${mode} process of ${label} exited (${code}); its log: ${logFile}`);
-  });
-  failedEarly.catch(() => {});
-  child.send(order);
-  const [report] = (await Promise.race([once(child, 'message'), failedEarly])) as [Report<Ready>];
-  if ('failed' in report) throw new Error(`the ${mode} process of ${label} did not start:\n${report.failed}`);
-  let asked = 0;
-  return {
-    ready: report.ready,
-    logFile,
-    async ask(question = {}) {
-      const id = ++asked;
-      const answered = new Promise<Counts>((resolveAnswer) => {
-        const listen = (message: Answer<Counts>) => {
-          if (message.id !== id) return;
-          child.off('message', listen);
-          resolveAnswer(message.counts);
-        };
-        child.on('message', listen);
-      });
-      if (child.connected) child.send({ ...question, id } satisfies Question);
-      return Promise.race([answered, failedEarly]);
-    },
-    async stop() {
-      if (child.connected) child.disconnect();
-      const [code] = await exited;
-      if (code !== 0)
-        throw new Error(`the ${mode} process of ${label} exited with ${code}; its log: ${logFile}`);
-    },
-  };
-}
-
-async function callJson(url: string, init: { method?: string; token?: string; body?: unknown } = {}) {
-  const response = await fetch(url, {
-    method: init.method ?? 'GET',
-    headers: {
-      'content-type': 'application/json',
-      ...(init.token ? { authorization: `Bearer ${init.token}` } : {}),
-    },
-    body: init.body === undefined ? undefined : JSON.stringify(init.body),
-  });
-  const text = await response.text();
-  return { status: response.status, text, body: text ? (JSON.parse(text) as Record<string, unknown>) : {} };
-}
-
-/** Signs the listed admin up and claims their code, as the operator would; returns a token. */
-async function signInAdmin(service: ServiceReady): Promise<string> {
-  const password = 'correct horse battery staple';
-  const code = service.adminCodes.find((issued) => issued.email === adminEmail)?.code;
-  if (!code) throw new Error(`the service issued no admin code for ${adminEmail}`);
-  const signup = await callJson(`${service.url}/api/v1/account/signup`, {
-    method: 'POST',
-    body: { email: adminEmail, password, name: 'Bench' },
-  });
-  if (signup.status !== 201) throw new Error(`sign-up answered ${signup.status}: ${signup.text}`);
-  const session = await callJson(`${service.url}/api/v1/account/sessions`, {
-    method: 'POST',
-    body: { email: adminEmail, password },
-  });
-  const token = session.body.access_token;
-  if (typeof token !== 'string') throw new Error(`sign-in answered ${session.status}: ${session.text}`);
-  const claim = await callJson(`${service.url}/api/v1/account/admin-claims`, {
-    method: 'POST',
-    token,
-    body: { code },
-  });
-  if (claim.status !== 200) throw new Error(`the admin claim answered ${claim.status}: ${claim.text}`);
-  return token;
-}
-
-const pause = (ms: number) => new Promise((done) => setTimeout(done, ms));
-
-/** Nearest-rank percentile of ascending `sorted`. */
-function percentile(sorted: number[], fraction: number): number {
-  return sorted[Math.max(0, Math.ceil(fraction * sorted.length) - 1)] ?? Number.NaN;
-}
 
 /** Parent → probe child. */
 interface ProbeOrder {
@@ -389,7 +191,7 @@ interface ProbeResults {
  * delays: each publishes a status with a fresh marker, polls the read route until it shows it,
  * rests 100 ms, and again, until told to finish.
  */
-async function startProbes(order: ProbeOrder): Promise<RunningChild<true, ProbeResults>> {
+async function startProbes(order: ProbeOrder): Promise<RunningChild<true, Question, ProbeResults>> {
   const results: ProbeResults = { statusSent: 0, delaysMs: [], unseen: 0 };
   let finishing = false;
   const clients: MqttClient[] = [];
@@ -452,7 +254,7 @@ async function startProbes(order: ProbeOrder): Promise<RunningChild<true, ProbeR
   };
   return {
     ready: true,
-    async counts({ reset, finish }) {
+    async answer({ reset, finish }) {
       if (finish) await stop();
       const counted = { ...results, delaysMs: [...results.delaysMs] };
       if (reset) {
@@ -477,9 +279,7 @@ interface Settings {
   databaseUrl: string | undefined;
 }
 
-interface Measurement {
-  broker: BrokerKind;
-  store: StoreKind;
+interface Measurement extends Configuration {
   sentPerSecond: number;
   barePerSecond: number;
   storedPerSecond: number;
@@ -497,82 +297,31 @@ interface Measurement {
   peakRssMib: number;
 }
 
-/** A database of its own on the Postgres server, dropped by `drop`. */
-async function createDatabase(serverUrl: string): Promise<{ url: string; drop(): Promise<void> }> {
-  const name = `svc_bench_ingest_${process.pid}_${randomBytes(4).toString('hex')}`;
-  const admin = knex({ client: 'pg', connection: serverUrl, pool: { min: 0, max: 1 } });
-  await admin.raw('create database ??', [name]);
-  const url = new URL(serverUrl);
-  url.pathname = `/${name}`;
-  return {
-    url: url.href,
-    async drop() {
-      await admin.raw('drop database if exists ?? with (force)', [name]);
-      await admin.destroy();
-    },
-  };
-}
-
 async function statusStored(metricsUrl: string): Promise<number> {
   const metrics = await (await fetch(metricsUrl)).text();
   return sample(metrics, 'svc_mqtt_messages_total', { suffix: 'status', outcome: 'stored' });
 }
 
-type Cleanup = () => Promise<void>;
-
-/** One configuration, start to end; every step runs, so that no broker or service is left behind. */
-async function measure(broker: BrokerKind, store: StoreKind, settings: Settings): Promise<Measurement> {
-  const cleanups: Cleanup[] = [];
-  let failure: unknown;
-  const measured = await run(broker, store, settings, cleanups).catch((error: unknown) => {
-    failure = error;
-  });
-  for (const cleanup of cleanups) {
-    await cleanup().catch((error: unknown) => {
-      failure ??= error;
-    });
-  }
-  if (failure !== undefined || !measured) throw failure;
-  return measured;
-}
-
-/** Starts what `broker` and `store` need (its undoing goes first into `cleanups`), then measures. */
+/** One configuration, start to end; what it starts is undone at the end (its undoing into `cleanups`). */
 async function run(
-  broker: BrokerKind,
-  store: StoreKind,
+  { broker, store }: Configuration,
   settings: Settings,
   cleanups: Cleanup[],
 ): Promise<Measurement> {
   const label = `${broker}-${store}`;
-  const dataDir = mkdtempSync(join(tmpdir(), 'svc-bench-ingest-'));
-  cleanups.push(async () => rmSync(dataDir, { recursive: true, force: true }));
-  const env: Record<string, string> = {
-    HOST: '127.0.0.1',
-    PORT: '0',
-    METRICS_PORT: '0',
-    MQTT_PORT: '0',
-    DATA_DIR: dataDir,
-    SVC_ADMIN_EMAILS: adminEmail,
-  };
-  if (store === 'postgres') {
-    if (!settings.databaseUrl) throw new Error('Postgres needs DATABASE_URL');
-    const database = await createDatabase(settings.databaseUrl);
-    cleanups.unshift(() => database.drop());
-    env.DATABASE_URL = database.url;
-  }
-  let mosquitto: TestMosquitto | undefined;
-  if (broker === 'mosquitto') {
-    const started = await startMosquitto();
-    mosquitto = started;
-    cleanups.unshift(() => started.stop());
-    Object.assign(env, {
-      MQTT_URL: started.url,
-      MQTT_USERNAME: started.admin.username,
-      MQTT_PASSWORD: started.admin.password,
-    });
-  }
+  const { env, mosquitto } = await prepareConfiguration(
+    { broker, store },
+    { bench: 'ingest', databaseUrl: settings.databaseUrl },
+    cleanups,
+  );
+  const spawn = <Ready, Reply>(mode: string, order: unknown, cpuProfDir?: string) =>
+    spawnChild<unknown, Ready, Question, Reply>({ script: import.meta.url, mode, label, order, cpuProfDir });
 
-  const service = await spawnChild<ServiceReady, ServiceCounts>('serve', label, { env }, settings.cpuProfDir);
+  const service = await spawn<ServiceReady, ServiceCounts>(
+    'serve',
+    { env } satisfies ServeOrder,
+    settings.cpuProfDir,
+  );
   cleanups.unshift(() => service.stop());
   const { url: apiUrl, metricsUrl, mqttUrl } = service.ready;
   const token = await signInAdmin(service.ready);
@@ -586,21 +335,9 @@ async function run(
   const fleetCars = credentials.slice(0, settings.cars);
   const probeCars = credentials.slice(settings.cars);
 
-  // Whoever may read every car: the service itself on the embedded broker, the admin on Mosquitto.
-  const reader = mosquitto?.admin ?? service.ready.serviceCredential;
-  const counter = await spawnChild<true, StreamCounts>(
-    'count',
-    label,
-    {
-      signIn: {
-        url: mqttUrl,
-        ...reader,
-        clientId: `${reader.username}/bench-counter`,
-        protocolVersion: mosquitto ? 5 : 4,
-      },
-    } satisfies CountOrder,
-    undefined,
-  );
+  const counter = await spawn<true, StreamCounts>('count', {
+    signIn: privilegedSignIn(mqttUrl, service.ready, mosquitto, 'bench-counter'),
+  } satisfies CountOrder);
   cleanups.unshift(() => counter.stop());
 
   // What the fleet's cars got to the broker: QoS 1 once acknowledged.
@@ -622,20 +359,21 @@ async function run(
   cleanups.unshift(async () => {
     if (!fleetStopped) await fleet.stop();
   });
-  const probes = await spawnChild<true, ProbeResults>(
-    'probe',
-    label,
-    { mqttUrl, apiUrl, token, cars: probeCars, giveUpMs: 10_000 } satisfies ProbeOrder,
-    undefined,
-  );
+  const probes = await spawn<true, ProbeResults>('probe', {
+    mqttUrl,
+    apiUrl,
+    token,
+    cars: probeCars,
+    giveUpMs: 10_000,
+  } satisfies ProbeOrder);
   cleanups.unshift(() => probes.stop());
 
   process.stderr.write(`${label}: warming up ${settings.warmup} s, then measuring ${settings.duration} s\n`);
   await pause(settings.warmup * 1000);
-  const readAll = async (question: Omit<Question, 'id'> = {}) => {
+  const readAll = async (question: Question = {}) => {
     const [serviceCounts, bare, status] = await Promise.all([
       service.ask(question),
-      counter.ask(),
+      counter.ask({}),
       statusStored(metricsUrl),
     ]);
     return { at: performance.now(), service: serviceCounts, bare, status, sent: { ...sent } };
@@ -755,9 +493,8 @@ function report(rows: Measurement[], settings: Settings): void {
   }
 }
 
-async function main(): Promise<void> {
-  const databaseUrl = process.env.DATABASE_URL?.trim() || undefined;
-  const settings: Settings = {
+function settings(): Settings {
+  return {
     cars: positiveInteger('BENCH_CARS', 200),
     probes: positiveInteger('BENCH_PROBES', 4),
     telemetryEveryMs: positiveInteger('BENCH_TELEMETRY_MS', 50),
@@ -765,35 +502,14 @@ async function main(): Promise<void> {
     warmup: positiveInteger('BENCH_WARMUP', 3),
     duration: positiveInteger('BENCH_DURATION', 10),
     drain: positiveInteger('BENCH_DRAIN', 60),
-    cpuProfDir: process.env.BENCH_CPU_PROF?.trim() ? resolve(process.env.BENCH_CPU_PROF.trim()) : undefined,
-    databaseUrl,
+    ...storeAndProfileSettings(),
   };
-  const only = process.env.BENCH_ONLY?.split(',')
-    .map((name) => name.trim())
-    .filter(Boolean);
-  const configurations = (['embedded', 'mosquitto'] as const).flatMap((broker) =>
-    (databaseUrl ? (['pglite', 'postgres'] as const) : (['pglite'] as const))
-      .map((store) => ({ broker, store }))
-      .filter(({ broker, store }) => !only || only.includes(`${broker}/${store}`)),
-  );
-  if (configurations.length === 0) throw new Error(`BENCH_ONLY names no configuration: ${only?.join(', ')}`);
-  const rows: Measurement[] = [];
-  for (const { broker, store } of configurations) rows.push(await measure(broker, store, settings));
-  report(rows, settings);
-  if (settings.cpuProfDir) process.stdout.write(`CPU profiles in ${settings.cpuProfDir}\n`);
 }
 
-const mode = process.argv[2];
-if (mode === 'serve') {
-  runChild(startService);
-} else if (mode === 'count') {
-  runChild(startCounter);
-} else if (mode === 'probe') {
-  runChild(startProbes);
-} else {
-  // A measurement, not a test: exit 0 whatever the figures; non-zero only when the run itself failed.
-  await main().catch((error: unknown) => {
-    process.stderr.write(`bench:ingest failed: ${errorText(error)}\n`);
-    process.exitCode = 1;
-  });
-}
+await runBench({
+  name: 'ingest',
+  children: { serve, count: startCounter, probe: startProbes },
+  settings,
+  run,
+  report,
+});

@@ -177,6 +177,8 @@ export function createApp(config: Config, deps: AppDependencies = {}) {
       : { url: mqttUrl, username, password, clientId, protocolVersion: 4 };
   };
   let bridge: Bridge | undefined;
+  /** The bridge's own Postgres connection (see `writer` in bridge.ts); none on PGlite. */
+  let bridgeWriter: Db | undefined;
   const app = express();
   app.disable('x-powered-by');
   app.set('query parser', 'simple');
@@ -287,14 +289,22 @@ export function createApp(config: Config, deps: AppDependencies = {}) {
       // After the migrations, so that what cars report has its tables.
       // Commands wait in SQL until the bridge connects; the sweep expires them meanwhile.
       services.commandOutbox.start();
+      bridgeWriter = openOwnConnection(db, {
+        acquireTimeoutMs: config.databaseAcquireTimeoutMs,
+        statementTimeoutMs: config.databaseStatementTimeoutMs,
+      });
+      const writer = bridgeWriter ?? db;
       bridge = createBridge({
         connection: bridgeConnection(mqttUrl),
         commands: {
-          acknowledge: services.commands.acknowledge,
+          acknowledge: (deviceId, ack, seenAt) =>
+            services.commands.acknowledge(deviceId, ack, seenAt, writer),
           carOnline: services.commandOutbox.carOnline,
           brokerConnected: services.commandOutbox.brokerConnected,
+          publisherConnected: services.commandOutbox.wake,
         },
         db,
+        writer,
         clock,
         logger,
         metrics: bridgeMetrics,
@@ -367,6 +377,8 @@ export function createApp(config: Config, deps: AppDependencies = {}) {
       // telemetry still waiting, before the store closes.
       await Promise.all([services.uploads.settled(), sweeping, sweepingKeys, checkingKeys, bridgeStopped]);
       await services.storeReadiness.close();
+      await bridgeWriter?.destroy();
+      bridgeWriter = undefined;
       await credentials.close();
       if (ownsDb) await db.destroy();
       return { cut };

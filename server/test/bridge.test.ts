@@ -5,6 +5,7 @@
  * telemetry waiting in a batch is written when the service stops.
  */
 import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, test } from 'vitest';
 import { type Developer, signUpAdmin } from './support/accounts.ts';
 import { call, eventually } from './support/http.ts';
@@ -26,6 +27,15 @@ const statusReport = (deviceId: string, extra: Record<string, unknown> = {}) => 
   state: { ignition: false, doors_locked: true },
   installed_apps: [{ app_id: 'com.example.parking', version: '1.4.2' }],
   ...extra,
+});
+
+/** An acknowledgement of a command the service never sent. */
+const strayAck = (deviceId: string) => ({
+  command_id: randomUUID(),
+  device_id: deviceId,
+  brand: 'brand_b',
+  outcome: 'completed',
+  at,
 });
 
 const fix = (deviceId: string, latitude: number, recordedAt = at) => ({
@@ -156,6 +166,7 @@ describe('the MQTT bridge', () => {
       ['topic_mismatch', () => car.publish('telemetry', { ...fix(deviceId, 1), brand: 'brand_c' })],
       ['unknown_car', () => stranger.publish('status', statusReport(neverProvisioned))],
       ['unknown_car', () => stranger.publish('telemetry', fix(neverProvisioned, 1))],
+      ['unknown_car', () => stranger.publish('cmd/ack', strayAck(neverProvisioned))],
       ['invalid_topic', () => car.publishOn('cars/brand_z/ABC/status', statusReport(deviceId), 'status')],
     ];
     try {
@@ -173,7 +184,11 @@ describe('the MQTT bridge', () => {
         }
       }
       const dropLines = service.logs.filter((line) => line.includes('mqtt: message dropped'));
-      assert.ok(dropLines.length >= cases.length - 2, 'every drop is logged');
+      // A car not provisioned is logged in words of its own.
+      const unknownCars = cases.filter(([reason]) => reason === 'unknown_car').length;
+      assert.ok(dropLines.length >= cases.length - unknownCars, 'every drop is logged');
+      const unknownCarLines = service.logs.filter((line) => line.includes('a car not provisioned dropped'));
+      assert.ok(unknownCarLines.length >= unknownCars, 'every unknown car is logged');
       const nativeId = deviceId.slice('brand_b:'.length);
       assert.ok(
         service.logs.every((line) => !line.includes(nativeId)),
@@ -183,6 +198,34 @@ describe('the MQTT bridge', () => {
     } finally {
       await car.end();
       await stranger.end();
+    }
+  });
+
+  test('when a car sends only an acknowledgement then that moves its last seen to when the service got it, and a stray one is counted as unknown_command', async () => {
+    const deviceId = newDeviceId();
+    await provision(deviceId);
+    const car = await connectCar(broker, deviceId, at);
+    try {
+      await car.publish('presence', { device_id: deviceId, brand: 'brand_b', state: 'online', at });
+      const firstSeen = new Date(service.clock.now).toISOString();
+      await eventually(
+        'the car shows',
+        async () => (await read(deviceId, 'status')).body.last_seen === firstSeen,
+      );
+      const before = sample(await scrape(), 'svc_mqtt_dropped_total', { reason: 'unknown_command' });
+      service.clock.advance(60_000);
+      await car.publish('cmd/ack', strayAck(deviceId));
+      const later = new Date(service.clock.now).toISOString();
+      await eventually(
+        'the acknowledgement moves last seen',
+        async () => (await read(deviceId, 'status')).body.last_seen === later,
+      );
+      assert.equal(
+        sample(await scrape(), 'svc_mqtt_dropped_total', { reason: 'unknown_command' }),
+        before + 1,
+      );
+    } finally {
+      await car.end();
     }
   });
 

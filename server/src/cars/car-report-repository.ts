@@ -31,7 +31,7 @@ export interface TelemetryRow {
 }
 
 /** `last_seen` moves forward only: a sighting older than the one kept changes nothing. */
-const upsertSeen = `
+export const upsertSeen = `
   on conflict (device_id) do update
   set last_seen = greatest(car_presence.last_seen, excluded.last_seen)`;
 
@@ -95,18 +95,6 @@ export async function savePresence(
          last_seen = greatest(car_presence.last_seen, excluded.last_seen)
      returning device_id`,
     [presence.online, presence.at, seenAt ?? null, presence.deviceId],
-  );
-  return rows.length > 0;
-}
-
-/** A message that changes nothing else still shows the car was there. */
-export async function markSeen(db: Db, deviceId: string, seenAt: Date): Promise<boolean> {
-  const { rows } = await db.raw(
-    `insert into car_presence (device_id, last_seen)
-     select device_id, ? from cars where device_id = ?
-     ${upsertSeen}
-     returning device_id`,
-    [seenAt, deviceId],
   );
   return rows.length > 0;
 }

@@ -4,6 +4,7 @@
  * sweep) leave it where the first move put it, and only the replica whose UPDATE changed the row
  * counts the move.
  */
+import { upsertSeen } from '../cars/car-report-repository.ts';
 import type { Db } from '../store/db.ts';
 import {
   type AckOutcome,
@@ -134,34 +135,68 @@ export async function markSent(db: Db, commandId: string, at: Date): Promise<boo
   return moved > 0;
 }
 
-/** What an acknowledgement did: moved the command, changed nothing, or named no command of this car. */
+/**
+ * What an acknowledgement did: moved the command, changed nothing, named no command of this car,
+ * or came from a car not provisioned.
+ */
 export type AckResult =
   | { kind: 'moved'; name: string }
   | { kind: 'unchanged' }
   | { kind: 'unknown_command' }
-  | { kind: 'command_of_another_car' };
+  | { kind: 'command_of_another_car' }
+  | { kind: 'unknown_car' };
 
 /**
  * Moves the car's command as its acknowledgement says, when its state allows; the car's detail is
- * kept (an acknowledgement without one keeps the one before).
+ * kept (an acknowledgement without one keeps the one before). `seenAt` (a live message) moves the
+ * car's last seen. One statement, so one round trip: the bridge takes the next message only once
+ * this one is handled, so this write paces every car's acknowledgements (bench:commands).
  */
 export async function acknowledgeCommand(
   db: Db,
-  ack: { commandId: string; deviceId: string; outcome: AckOutcome; detail: string | null; at: Date },
+  ack: {
+    commandId: string;
+    deviceId: string;
+    outcome: AckOutcome;
+    detail: string | null;
+    at: Date;
+    seenAt: Date | undefined;
+  },
 ): Promise<AckResult> {
   const final = ack.outcome !== 'accepted';
   const { rows } = await db.raw(
-    `update car_commands
-     set state = ?, detail = coalesce(?, detail), updated_at = ?${final ? `, ${forgetPairingCode}` : ''}
-     where command_id = ? and device_id = ? and state = any(?::text[])
-     returning name`,
-    [ack.outcome, ack.detail, ack.at, ack.commandId, ack.deviceId, [...ackMovesFrom(ack.outcome)]],
+    `with car as (select device_id from cars where device_id = ?),
+     seen as (
+       insert into car_presence (device_id, last_seen)
+       select device_id, ?::timestamptz from car where ?::timestamptz is not null
+       ${upsertSeen}
+     ),
+     moved as (
+       update car_commands
+       set state = ?, detail = coalesce(?, detail), updated_at = ?${final ? `, ${forgetPairingCode}` : ''}
+       where command_id = ? and device_id in (select device_id from car) and state = any(?::text[])
+       returning name
+     )
+     select exists (select 1 from car) as car_known,
+            (select name from moved) as moved,
+            (select device_id from car_commands where command_id = ?) as command_of`,
+    [
+      ack.deviceId,
+      ack.seenAt ?? null,
+      ack.seenAt ?? null,
+      ack.outcome,
+      ack.detail,
+      ack.at,
+      ack.commandId,
+      [...ackMovesFrom(ack.outcome)],
+      ack.commandId,
+    ],
   );
-  const [moved] = rows as { name: string }[];
-  if (moved) return { kind: 'moved', name: moved.name };
-  const found = await db('car_commands').where({ command_id: ack.commandId }).first('device_id');
-  if (!found) return { kind: 'unknown_command' };
-  return found.device_id === ack.deviceId ? { kind: 'unchanged' } : { kind: 'command_of_another_car' };
+  const [row] = rows as { car_known: boolean; moved: string | null; command_of: string | null }[];
+  if (!row?.car_known) return { kind: 'unknown_car' };
+  if (row.moved) return { kind: 'moved', name: row.moved };
+  if (!row.command_of) return { kind: 'unknown_command' };
+  return row.command_of === ack.deviceId ? { kind: 'unchanged' } : { kind: 'command_of_another_car' };
 }
 
 /** Every command not final by its `expires_at` is `expired`; the names of those moved, one per command. */

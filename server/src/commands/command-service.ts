@@ -139,7 +139,7 @@ function storable(text: string): string {
 }
 
 /** What the bridge makes of an acknowledgement: for its metrics and its log. */
-export type AckHandled = 'stored' | 'ignored' | 'unknown_command' | 'command_of_another_car';
+export type AckHandled = 'stored' | 'ignored' | 'unknown_command' | 'command_of_another_car' | 'unknown_car';
 
 export function createCommandService(deps: {
   db: Db;
@@ -224,9 +224,18 @@ export function createCommandService(deps: {
       };
     },
 
-    /** What the car said of one of its commands (a valid `cmd/ack` of this car). */
-    async acknowledge(deviceId: string, ack: CarCommandAck): Promise<AckHandled> {
-      const result: AckResult = await acknowledgeCommand(db, {
+    /**
+     * What the car said of one of its commands (a valid `cmd/ack` of this car), seen at `seenAt`
+     * (a live message; undefined for a retained one); written on `writer`, the bridge's own
+     * connection, when it has one.
+     */
+    async acknowledge(
+      deviceId: string,
+      ack: CarCommandAck,
+      seenAt: Date | undefined,
+      writer: Db = db,
+    ): Promise<AckHandled> {
+      const result: AckResult = await acknowledgeCommand(writer, {
         commandId: ack.command_id,
         deviceId,
         outcome: ack.outcome,
@@ -236,6 +245,7 @@ export function createCommandService(deps: {
             ? storable(ack.detail)
             : null,
         at: clock(),
+        seenAt,
       });
       switch (result.kind) {
         case 'moved':

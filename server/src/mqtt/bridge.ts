@@ -10,10 +10,12 @@
  * handled in the order it sent them. While the store is unavailable the message in hand is tried
  * again after a pause (store-outage.ts), which holds the stream back rather than dropping it.
  *
- * The same connection publishes the commands of the outbox (command-outbox.ts): the bridge tells
- * the outbox when it connects and when a car says `online`, and moves commands as the cars'
- * `cmd/ack` say. A handler never waits for a publication: mqtt.js reads the broker's PUBACKs only
- * between the messages it hands over, so a handler waiting for one would wait for ever.
+ * The commands of the outbox (command-outbox.ts) go out on a second connection, the publisher's:
+ * mqtt.js reads what the broker sends on a connection only between the messages it hands over, so
+ * on the bridge's own connection each PUBACK waited behind every message the bridge had still to
+ * handle, and a bridge behind on its messages held every command back (bench:commands: a second and
+ * more per command at 100 commands a second on Postgres). The bridge tells the outbox when it
+ * connects and when a car says `online`, and moves commands as the cars' `cmd/ack` say.
  */
 import { randomBytes } from 'node:crypto';
 import { redactDeviceId } from '@svc/sdk';
@@ -27,7 +29,7 @@ import {
   type ServiceReceivedSuffix,
   serviceReceives,
 } from '../../../generated/mqtt.ts';
-import { markSeen, savePresence, saveStatusReport } from '../cars/car-report-repository.ts';
+import { savePresence, saveStatusReport } from '../cars/car-report-repository.ts';
 import type { Clock } from '../clock.ts';
 import type { CommandPublisher } from '../commands/command-outbox.ts';
 import type { AckHandled } from '../commands/command-service.ts';
@@ -60,18 +62,28 @@ export interface BrokerConnection {
 
 /** What the bridge tells the commands (command-service.ts, command-outbox.ts). */
 export interface BridgeCommands {
-  /** A car's valid acknowledgement of one of its commands. */
-  acknowledge(deviceId: string, ack: CarCommandAck): Promise<AckHandled>;
+  /** A car's valid acknowledgement of one of its commands; a live one also says the car was seen. */
+  acknowledge(deviceId: string, ack: CarCommandAck, seenAt: Date | undefined): Promise<AckHandled>;
   /** A car said `online`: it gets again what it has not finished. Must not wait for the broker. */
   carOnline(deviceId: string): void;
   /** The bridge connected (again) and subscribed. */
   brokerConnected(): void;
+  /** The publisher's connection (re)connected: what waits may go out. */
+  publisherConnected(): void;
 }
 
 export interface BridgeDependencies {
   connection: BrokerConnection;
   commands: BridgeCommands;
+  /** The store: telemetry batches are written through its pool, in the background. */
   db: Db;
+  /**
+   * Where each message the bridge takes one at a time is written (status, presence; the commands'
+   * acknowledgements likewise): on Postgres a connection of its own, so that a write which paces
+   * every car's stream never waits behind the requests for one of the pool's (bench:commands: a
+   * second and more per command at 100 commands a second). Default `db`.
+   */
+  writer?: Db;
   clock: Clock;
   logger: Logger;
   metrics: BridgeMetrics;
@@ -95,6 +107,7 @@ const sessionExpirySeconds = 3600;
 
 export function createBridge(deps: BridgeDependencies) {
   const { connection, db, clock, logger, metrics, commands } = deps;
+  const writer = deps.writer ?? db;
   const telemetry = createTelemetryBatch({
     db,
     logger,
@@ -106,7 +119,7 @@ export function createBridge(deps: BridgeDependencies) {
   const handlers: { [S in ServiceReceivedSuffix]: Handler<S> } = {
     status: async (deviceId, report, seenAt) => {
       const saved = await saveStatusReport(
-        db,
+        writer,
         {
           deviceId,
           hostVersion: report.host_version,
@@ -138,17 +151,14 @@ export function createBridge(deps: BridgeDependencies) {
     },
     presence: async (deviceId, presence, seenAt) => {
       const online = presence.state === 'online';
-      const saved = await savePresence(db, { deviceId, online, at: presence.at }, seenAt);
+      const saved = await savePresence(writer, { deviceId, online, at: presence.at }, seenAt);
       // A car that connects says so after subscribing to its `cmd` (the contract): what it missed
       // while away goes out again. A retained replay is no news: the bridge's own connection
       // (re)sends everything then.
       if (saved && online && seenAt) commands.carOnline(deviceId);
       return saved ? 'stored' : 'unknown_car';
     },
-    'cmd/ack': async (deviceId, ack, seenAt) => {
-      if (seenAt && !(await markSeen(db, deviceId, seenAt))) return 'unknown_car';
-      return commands.acknowledge(deviceId, ack);
-    },
+    'cmd/ack': (deviceId, ack, seenAt) => commands.acknowledge(deviceId, ack, seenAt),
   };
 
   /** Whether to acknowledge the message: not when the bridge stopped before the store came back. */
@@ -240,19 +250,23 @@ export function createBridge(deps: BridgeDependencies) {
   }
 
   let client: MqttClient | undefined;
+  /** The connection the outbox publishes on. */
+  let publishing: MqttClient | undefined;
   // The message being handled (one at a time), so that stop waits for it before the store closes.
   let handling: Promise<void> = Promise.resolve();
   /** Publications waiting for their PUBACK, failed at once when the connection closes. */
   const awaitingPuback = new Set<(error: Error) => void>();
 
-  /** The outbox publishes through the bridge's connection. */
+  /** The outbox publishes on a connection of its own (see above). */
   const publisher: CommandPublisher = {
     get connected() {
-      return client?.connected ?? false;
+      return publishing?.connected ?? false;
     },
     publish(topic, payload) {
-      const target = client;
-      if (!target?.connected) return Promise.reject(new Error('the bridge is not connected to the broker'));
+      const target = publishing;
+      if (!target?.connected) {
+        return Promise.reject(new Error('the command publisher is not connected to the broker'));
+      }
       return new Promise<void>((resolve, reject) => {
         const fail = (error: Error) => {
           awaitingPuback.delete(fail);
@@ -268,78 +282,128 @@ export function createBridge(deps: BridgeDependencies) {
     },
   };
 
+  const clientId = connection.clientId ?? `svc-bridge-${randomBytes(6).toString('hex')}`;
+
+  /**
+   * The publisher's connection: a clean session that subscribes to nothing, so that mqtt.js reads
+   * its PUBACKs as they come. Resolves once connected; rejects when the first attempt fails.
+   */
+  function startPublisher(): Promise<void> {
+    const started = mqtt.connect(connection.url, {
+      username: connection.username,
+      password: connection.password,
+      // The embedded broker takes the service's clients under its user name and `/`.
+      clientId: `${clientId}/commands`,
+      protocolVersion: connection.protocolVersion ?? 4,
+      clean: true,
+      reconnectPeriod: 1000,
+    });
+    publishing = started;
+    // mqtt.js keeps an unacknowledged QoS 1 message to send again after reconnecting, and may
+    // never call back: the outbox is told now, and publishes it again itself.
+    started.on('close', () => {
+      const cut = new Error('the connection to the broker closed before it took the message');
+      for (const fail of [...awaitingPuback]) fail(cut);
+    });
+    return new Promise((resolve, reject) => {
+      let up = false;
+      started.on('connect', () => {
+        if (up) logger.info('mqtt: command publisher connected');
+        up = true;
+        commands.publisherConnected();
+        resolve();
+      });
+      started.on('error', (error) => {
+        if (!up) {
+          started.end(true);
+          reject(new Error(`the command publisher could not connect to the broker: ${error.message}`));
+        } else {
+          logger.warn('mqtt: command publisher connection error', { error: error.message });
+        }
+      });
+      started.on('offline', () => logger.warn('mqtt: command publisher offline, reconnecting'));
+    });
+  }
+
+  /** The bridge's connection: resolves once connected and subscribed; rejects when the first attempt fails. */
+  function startBridge(): Promise<void> {
+    const options: IClientOptions = {
+      username: connection.username,
+      password: connection.password,
+      clientId,
+      protocolVersion: connection.protocolVersion ?? 4,
+      // A session of its own, so that QoS 1 messages wait for the bridge while it reconnects.
+      clean: false,
+      ...(connection.protocolVersion === 5
+        ? { properties: { sessionExpiryInterval: sessionExpirySeconds } }
+        : {}),
+      // Subscriptions are made again below whenever the broker kept no session.
+      resubscribe: false,
+      reconnectPeriod: 1000,
+    };
+    const started = mqtt.connect(connection.url, options);
+    client = started;
+    started.handleMessage = (packet, done) => {
+      handling = dispatch(packet).then((acknowledge) => {
+        if (acknowledge) done();
+      });
+    };
+    return new Promise((resolve, reject) => {
+      let up = false;
+      started.on('connect', (connack) => {
+        const subscribed = connack.sessionPresent ? Promise.resolve() : subscribe(started);
+        subscribed.then(
+          () => {
+            // Start-up says where the broker is; a reconnection is news for the operator.
+            const log = up ? logger.info : logger.debug;
+            log.call(logger, 'mqtt: bridge connected', { resubscribed: !connack.sessionPresent });
+            commands.brokerConnected();
+            if (!up) {
+              up = true;
+              resolve();
+            }
+          },
+          (error: Error) => {
+            logger.error('mqtt: bridge could not subscribe', { error: error.message });
+            if (!up) {
+              started.end(true);
+              reject(error);
+            }
+          },
+        );
+      });
+      started.on('error', (error) => {
+        if (!up) {
+          started.end(true);
+          reject(new Error(`the MQTT bridge could not connect to the broker: ${error.message}`));
+        } else {
+          logger.warn('mqtt: bridge connection error', { error: error.message });
+        }
+      });
+      started.on('offline', () => logger.warn('mqtt: bridge offline, reconnecting'));
+    });
+  }
+
   return {
     /** Where the command outbox publishes. */
     publisher,
 
-    /** Resolves once connected and subscribed; rejects (and gives up) when the first attempt fails. */
-    start(): Promise<void> {
-      const options: IClientOptions = {
-        username: connection.username,
-        password: connection.password,
-        clientId: connection.clientId ?? `svc-bridge-${randomBytes(6).toString('hex')}`,
-        protocolVersion: connection.protocolVersion ?? 4,
-        // A session of its own, so that QoS 1 messages wait for the bridge while it reconnects.
-        clean: false,
-        ...(connection.protocolVersion === 5
-          ? { properties: { sessionExpiryInterval: sessionExpirySeconds } }
-          : {}),
-        // Subscriptions are made again below whenever the broker kept no session.
-        resubscribe: false,
-        reconnectPeriod: 1000,
-      };
-      const started = mqtt.connect(connection.url, options);
-      client = started;
-      // mqtt.js keeps an unacknowledged QoS 1 message to send again after reconnecting, and may
-      // never call back: the outbox is told now, and publishes it again itself.
-      started.on('close', () => {
-        const cut = new Error('the connection to the broker closed before it took the message');
-        for (const fail of [...awaitingPuback]) fail(cut);
-      });
-      started.handleMessage = (packet, done) => {
-        handling = dispatch(packet).then((acknowledge) => {
-          if (acknowledge) done();
-        });
-      };
-      return new Promise((resolve, reject) => {
-        let up = false;
-        started.on('connect', (connack) => {
-          const subscribed = connack.sessionPresent ? Promise.resolve() : subscribe(started);
-          subscribed.then(
-            () => {
-              // Start-up says where the broker is; a reconnection is news for the operator.
-              const log = up ? logger.info : logger.debug;
-              log.call(logger, 'mqtt: bridge connected', { resubscribed: !connack.sessionPresent });
-              commands.brokerConnected();
-              if (!up) {
-                up = true;
-                resolve();
-              }
-            },
-            (error: Error) => {
-              logger.error('mqtt: bridge could not subscribe', { error: error.message });
-              if (!up) {
-                started.end(true);
-                reject(error);
-              }
-            },
-          );
-        });
-        started.on('error', (error) => {
-          if (!up) {
-            started.end(true);
-            reject(new Error(`the MQTT bridge could not connect to the broker: ${error.message}`));
-          } else {
-            logger.warn('mqtt: bridge connection error', { error: error.message });
-          }
-        });
-        started.on('offline', () => logger.warn('mqtt: bridge offline, reconnecting'));
-      });
+    /** Resolves once the bridge is connected and subscribed and the publisher connected; rejects (and gives up) when a first attempt fails. */
+    async start(): Promise<void> {
+      await startBridge();
+      try {
+        await startPublisher();
+      } catch (error) {
+        await client?.endAsync(true);
+        throw error;
+      }
     },
 
     /** Disconnects, then writes the telemetry still waiting; a store outage is not waited out. */
     async stop(): Promise<void> {
       outage.stop();
+      await publishing?.endAsync();
+      publishing = undefined;
       await client?.endAsync();
       client = undefined;
       await handling;

@@ -121,7 +121,22 @@ export async function publishMiniApp(
   });
   assert.equal(submitted.status, 201, JSON.stringify(submitted.body));
   const versionId = submitted.body.id as string;
-  const moves: [Developer, string][] = [
+  await reviewVersion(base, developer, admin, versionId, until);
+  return versionId;
+}
+
+/**
+ * Takes a submitted version through review (DESIGN §8): an admin takes it in review and approves
+ * it, then its developer releases it, stopping at `until`.
+ */
+export async function reviewVersion(
+  base: string,
+  developer: Pick<Developer, 'token'>,
+  admin: Pick<Developer, 'token'>,
+  versionId: string,
+  until: 'submitted' | 'approved' | 'published' = 'published',
+): Promise<void> {
+  const moves: [Pick<Developer, 'token'>, string][] = [
     [admin, 'in_review'],
     [admin, 'approved'],
     [developer, 'published'],
@@ -133,7 +148,6 @@ export async function publishMiniApp(
     });
     assert.equal(moved.status, 200, JSON.stringify(moved.body));
   }
-  return versionId;
 }
 
 /**

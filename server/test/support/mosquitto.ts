@@ -27,7 +27,8 @@ export interface TestMosquitto {
   stop(): Promise<void>;
 }
 
-async function freePort(): Promise<number> {
+/** A port of 127.0.0.1 free just now (a test gives it to a server that must keep it across restarts). */
+export async function freePort(): Promise<number> {
   const server = createServer();
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const address = server.address();

@@ -1,6 +1,7 @@
 /**
- * A TCP proxy between the service and Postgres, for outages: it can refuse new connections (the
- * database down), reset the open ones (the network cut), and take connections again.
+ * A TCP proxy for outages, between the service and Postgres or between a car and its broker: it
+ * can refuse new connections (the server down), reset the open ones (the network cut), swallow what
+ * clients send on the open ones (a car whose messages never arrive), and take connections again.
  */
 import { connect, createServer, type Socket } from 'node:net';
 
@@ -10,6 +11,13 @@ export interface TcpProxy {
   refuse(): Promise<void>;
   /** Resets every open connection and keeps listening. */
   cut(): void;
+  /**
+   * From now on drops what the clients of the open connections send, while the server's answers
+   * still reach them. Connections made afterwards pass everything.
+   */
+  swallow(): void;
+  /** How many bytes `swallow` dropped. */
+  readonly swallowedBytes: number;
   /** Listens again, on the same port. */
   restore(): Promise<void>;
   close(): Promise<void>;
@@ -17,6 +25,9 @@ export interface TcpProxy {
 
 export async function startTcpProxy(target: { host: string; port: number }): Promise<TcpProxy> {
   const sockets = new Set<Socket>();
+  /** How to stop passing on what each open connection's client sends. */
+  const swallowers = new Set<() => void>();
+  let swallowedBytes = 0;
   const track = (socket: Socket) => {
     sockets.add(socket);
     socket.on('close', () => sockets.delete(socket));
@@ -27,7 +38,19 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
     track(client);
     track(upstream);
     client.pipe(upstream).pipe(client);
-    client.on('close', () => upstream.destroy());
+    const swallowOne = () => {
+      client.unpipe(upstream);
+      client.on('data', (chunk: Buffer) => {
+        swallowedBytes += chunk.length;
+      });
+      // Unpiped, the client stream stands paused: it must flow to be drained.
+      client.resume();
+    };
+    swallowers.add(swallowOne);
+    client.on('close', () => {
+      swallowers.delete(swallowOne);
+      upstream.destroy();
+    });
     upstream.on('close', () => client.destroy());
   });
   const listen = (port: number) =>
@@ -49,5 +72,18 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
 
   await listen(0);
   const { port } = server.address() as { port: number };
-  return { port, refuse: stop, cut, restore: () => listen(port), close: stop };
+  return {
+    port,
+    refuse: stop,
+    cut,
+    swallow() {
+      for (const swallowOne of swallowers) swallowOne();
+      swallowers.clear();
+    },
+    get swallowedBytes() {
+      return swallowedBytes;
+    },
+    restore: () => listen(port),
+    close: stop,
+  };
 }
