@@ -339,7 +339,9 @@ async function run(
     output: { write: () => true },
     warnings: { write: (text: string) => warnings.push(text) },
   });
-  cleanups.unshift(() => fleet.stop());
+  cleanups.unshift(async () => {
+    await fleet.stop();
+  });
   const measurer = await spawnChild<MeasureOrder, true, RoundOrder, RoundResult>({
     script: import.meta.url,
     mode: 'measure',
