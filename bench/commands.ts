@@ -21,18 +21,25 @@
  * - Bare: the measurer, signed in with a credential allowed to publish every car's `cmd` (the
  *   service's own on the embedded broker, the Mosquitto admin, who holds the service's role, on
  *   Mosquitto), publishes a command as the contract has it (QoS 1) and waits for the car's
- *   `completed` on `cmd/ack`. The service's bridge sees those acknowledgements too, and drops each
- *   as one of a command it never sent (a lookup and a log line each): load the bare path puts on
- *   the service, not the other way round.
- * - Service: the measurer POSTs the command with an admin's token (202, `command_id`), and the
- *   round trip ends when `GET …/commands/{id}` first answers `completed`. How it learns that:
- *   polling from the POST on, every few ms, for up to 100 commands at once would be thousands of
- *   requests a second, load of the bench's own making that would slow what it measures. So the
- *   measurer listens on the broker (subscribed to every car's `cmd/ack`, as the bridge is), and
- *   once it sees the car's `completed` it asks the service, and again every 5 ms until the answer
- *   is `completed`. The figure is therefore late by at most one GET's round trip plus 5 ms; never
- *   early, since it ends on the service's own answer. The GETs it took are reported (a service
- *   that falls behind is asked more often, as any client polling it would).
+ *   `completed` on `cmd/ack`. On the embedded broker that path runs through the service's process
+ *   too (aedes shares its event loop), so there the baseline carries the service's load.
+ * - Service: the measurer POSTs the command with an admin's token (202, `command_id`), waits for
+ *   the car's `completed` on `cmd/ack` as above, and after the round reads the command with
+ *   `GET …/commands/{id}` (again every 50 ms until it is `completed`); the round trip ends at its
+ *   `updated_at`, which the service writes as it moves the command to `completed` (from its clock,
+ *   this machine's wall clock, as the measurer's start is: millisecond resolution). Why not poll
+ *   during the round, as a client would: for up to 100 commands at once, every few ms, that is
+ *   thousands of requests a second, load of the bench's own making. A first version polled every
+ *   5 ms once the car said `completed`, and while the service was behind it asked 15 to 40 times a
+ *   command, each a request and two statements, more than the command's own work. `updated_at` is
+ *   taken as the bridge handles the car's acknowledgement and is written by that one statement, on
+ *   the bridge's own connection: what it leaves out is that statement's own time (about a
+ *   millisecond), not any wait before it. GETs per command are reported (1.0: none asked twice).
+ * - Between rounds: the service's bridge sees the bare path's acknowledgements too (two a
+ *   command, each dropped as of a command it never sent: one statement and a log line), and may
+ *   still be at them when a bare round ends; the next round starts once
+ *   `svc_mqtt_dropped_total{reason="unknown_command"}` says it is through (the longest wait is
+ *   reported as the bare catch-up), so that a service round does not pay for the bare one.
  *
  * Goal (issue 13): the service's p99 ≤ 2 × the bare p99 + 50 ms.
  *

@@ -313,16 +313,29 @@ export function createBridge(deps: BridgeDependencies) {
         commands.publisherConnected();
         resolve();
       });
-      started.on('error', (error) => {
-        if (!up) {
-          started.end(true);
-          reject(new Error(`the command publisher could not connect to the broker: ${error.message}`));
-        } else {
-          logger.warn('mqtt: command publisher connection error', { error: error.message });
-        }
-      });
-      started.on('offline', () => logger.warn('mqtt: command publisher offline, reconnecting'));
+      reportTrouble(started, 'command publisher', () => up, reject);
     });
+  }
+
+  /**
+   * Logs a connection's errors and drops once it is up; before that, its first error ends it and
+   * fails its start (`reject`).
+   */
+  function reportTrouble(
+    started: MqttClient,
+    what: 'bridge' | 'command publisher',
+    isUp: () => boolean,
+    reject: (error: Error) => void,
+  ): void {
+    started.on('error', (error) => {
+      if (!isUp()) {
+        started.end(true);
+        reject(new Error(`the MQTT ${what} could not connect to the broker: ${error.message}`));
+      } else {
+        logger.warn(`mqtt: ${what} connection error`, { error: error.message });
+      }
+    });
+    started.on('offline', () => logger.warn(`mqtt: ${what} offline, reconnecting`));
   }
 
   /** The bridge's connection: resolves once connected and subscribed; rejects when the first attempt fails. */
@@ -372,15 +385,7 @@ export function createBridge(deps: BridgeDependencies) {
           },
         );
       });
-      started.on('error', (error) => {
-        if (!up) {
-          started.end(true);
-          reject(new Error(`the MQTT bridge could not connect to the broker: ${error.message}`));
-        } else {
-          logger.warn('mqtt: bridge connection error', { error: error.message });
-        }
-      });
-      started.on('offline', () => logger.warn('mqtt: bridge offline, reconnecting'));
+      reportTrouble(started, 'bridge', () => up, reject);
     });
   }
 
