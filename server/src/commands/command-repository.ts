@@ -4,6 +4,8 @@
  * sweep) leave it where the first move put it, and only the replica whose UPDATE changed the row
  * counts the move.
  */
+
+import type { Knex } from 'knex';
 import { upsertSeen } from '../cars/car-report-repository.ts';
 import type { Db } from '../store/db.ts';
 import {
@@ -60,6 +62,18 @@ export interface CommandPosition {
   commandId: string;
 }
 
+/** The commands past `position` in (created_at, command_id) order: `<` reading newest first, `>` oldest first. */
+function beyond(position: CommandPosition, direction: '<' | '>') {
+  return (query: Knex.QueryBuilder) =>
+    query
+      .where('created_at', direction, position.createdAt)
+      .orWhere((same) =>
+        same
+          .where('created_at', '=', position.createdAt)
+          .andWhere('command_id', direction, position.commandId),
+      );
+}
+
 /**
  * Newest first, from `after` on and made at `since` or later; `limit + 1` rows are read so the
  * caller knows whether another page follows.
@@ -78,15 +92,7 @@ export async function listCommands(
     ])
     .limit(limit + 1);
   if (since) query.where('created_at', '>=', since);
-  if (after) {
-    query.where((older) =>
-      older
-        .where('created_at', '<', after.createdAt)
-        .orWhere((same) =>
-          same.where('created_at', '=', after.createdAt).andWhere('command_id', '<', after.commandId),
-        ),
-    );
-  }
+  if (after) query.where(beyond(after, '<'));
   return (await query).map(commandFromDb);
 }
 
@@ -114,16 +120,7 @@ export async function pendingCommands(
     .orderBy([{ column: 'created_at' }, { column: 'command_id' }])
     .limit(options.limit);
   if (options.deviceIds) query.whereIn('device_id', options.deviceIds);
-  const { after } = options;
-  if (after) {
-    query.where((newer) =>
-      newer
-        .where('created_at', '>', after.createdAt)
-        .orWhere((same) =>
-          same.where('created_at', '=', after.createdAt).andWhere('command_id', '>', after.commandId),
-        ),
-    );
-  }
+  if (options.after) query.where(beyond(options.after, '>'));
   return (await query).map(commandFromDb);
 }
 
