@@ -5,11 +5,13 @@
  * cars keep reporting.
  */
 import assert from 'node:assert/strict';
-import { connect as tcpConnect } from 'node:net';
+import { once } from 'node:events';
+import { createServer, type Socket, connect as tcpConnect } from 'node:net';
 import mqtt, { type MqttClient } from 'mqtt';
+import mqttPacket from 'mqtt-packet';
 import { afterAll, beforeAll, describe, test } from 'vitest';
 import { readCarMessage } from '../src/mqtt/car-message.ts';
-import { maxPacketBytes, PacketSizeReader } from '../src/mqtt/packet-size-guard.ts';
+import { guardPacketSize, maxPacketBytes, PacketSizeReader } from '../src/mqtt/packet-size-guard.ts';
 import { type Developer, signUpAdmin } from './support/accounts.ts';
 import { call, eventually } from './support/http.ts';
 import { sample } from './support/metrics.ts';
@@ -241,5 +243,46 @@ describe('the packet size reader', () => {
     assert.deepEqual(reader.read(Buffer.from([0x30, 0xff, 0xff, 0xff, 0xff])), {
       reason: 'malformed_packet',
     });
+  });
+});
+
+describe('the guarded connection', () => {
+  test('when the broker writes a packet in pieces then the connection sends it whole, in one write', async () => {
+    const server = createServer();
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    const { port } = server.address() as { port: number };
+    const client = tcpConnect(port, '127.0.0.1');
+    const [socket] = (await once(server, 'connection')) as [Socket];
+    try {
+      const guarded = guardPacketSize(socket, maxPacketBytes, () => assert.fail('nothing is refused'));
+      let writes = 0;
+      const write = socket.write.bind(socket);
+      socket.write = ((...args: Parameters<Socket['write']>) => {
+        writes += 1;
+        return write(...args);
+      }) as Socket['write'];
+      const publish = {
+        cmd: 'publish' as const,
+        topic: 'cars/brand_a/VIN00000000000001/cmd',
+        payload: Buffer.from(JSON.stringify({ command_id: 'c1', name: 'doors.lock' })),
+        qos: 1 as const,
+        messageId: 7,
+        retain: false,
+        dup: false,
+      };
+      const expected = mqttPacket.generate(publish);
+      const received: Buffer[] = [];
+      client.on('data', (chunk: Buffer) => received.push(chunk));
+      // As aedes writes: mqtt-packet corks the stream and writes the header, topic and payload.
+      assert.ok(mqttPacket.writeToStream(publish, guarded));
+      await eventually('the whole packet', () => Buffer.concat(received).length >= expected.length);
+      assert.deepEqual(Buffer.concat(received), expected);
+      assert.equal(writes, 1);
+    } finally {
+      client.destroy();
+      socket.destroy();
+      server.close();
+    }
   });
 });

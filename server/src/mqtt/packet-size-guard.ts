@@ -86,6 +86,11 @@ export function guardPacketSize(
     write(chunk, encoding, callback) {
       socket.write(chunk, encoding, callback);
     },
+    // mqtt-packet writes a packet in pieces (header, topic, payload) between cork and uncork: they
+    // reach the socket as one write, one system call, rather than one each, in turn.
+    writev(chunks, callback) {
+      socket.write(Buffer.concat(chunks.map(({ chunk }) => chunk as Buffer)), callback);
+    },
     final(callback) {
       socket.end(callback);
     },
