@@ -12,14 +12,14 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, test } from 'vitest';
 import { exportedFiles, sdkRoot } from '../../scripts/build-sdk.ts';
-import {
-  appId,
-  issuer,
-  makeSigningKey,
-  serviceClaims,
-  signToken,
-  startJwksServer,
-} from './support/identity-keys.ts';
+import { signUpAdmin, signUpDeveloper } from '../../server/test/support/accounts.ts';
+import { carPath, provisionCar } from '../../server/test/support/cars.ts';
+import { publishMiniApp } from '../../server/test/support/commands.ts';
+import { call } from '../../server/test/support/http.ts';
+import { startTestService } from '../../server/test/support/service.ts';
+import { appId, deviceId } from './support/identity-keys.ts';
+
+const adminEmail = 'package-admin@example.com';
 
 const run = promisify(execFile);
 const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
@@ -87,20 +87,28 @@ describe('@svc/sdk, packed and installed', () => {
     }
   });
 
-  test('when plain node imports it then it validates a device id and verifies a token against a JWKS URL', async () => {
-    const key = await makeSigningKey('key-pack');
-    const server = await startJwksServer([key]);
+  test('when plain node imports it then it validates a device id and verifies a token from a running service', async () => {
+    // The service as it runs, on real time: the token is checked by this machine's clock.
+    const service = await startTestService({ SVC_ADMIN_EMAILS: adminEmail }, { clockRuns: true });
     try {
-      const token = await signToken(key, serviceClaims());
-      const wrongApp = await signToken(key, serviceClaims({ aud: 'com.example.other' }));
+      const admin = await signUpAdmin(service, adminEmail);
+      const developer = await signUpDeveloper(service.url);
+      await provisionCar(service, admin, deviceId);
+      await publishMiniApp(service.url, developer, admin, appId, '1.0.0');
+      const issued = await call(service.url, 'POST', carPath(deviceId, 'identity-token'), {
+        token: admin.token,
+        body: { app_id: appId, locale: 'en-GB' },
+      });
+      assert.equal(issued.status, 201, JSON.stringify(issued.body));
       writeFileSync(
         join(project, 'check.mjs'),
         `import { validateDeviceId, redactDeviceId, verifyIdentityToken, IdentityTokenError, createSvcClient } from '@svc/sdk';
-const [jwksUrl, token, wrongApp] = process.argv.slice(2);
+const [serviceUrl, token] = process.argv.slice(2);
+const jwksUrl = new URL('/.well-known/jwks.json', serviceUrl).href;
 const parts = validateDeviceId('brand_a:1HGCM82633A004352');
-const identity = await verifyIdentityToken(token, { jwksUrl, audience: ${JSON.stringify(appId)}, issuer: ${JSON.stringify(issuer)} });
-const refusal = await verifyIdentityToken(wrongApp, { jwksUrl, audience: ${JSON.stringify(appId)} }).catch((error) => error);
-const svc = createSvcClient({ baseUrl: 'https://svc.example.com' });
+const identity = await verifyIdentityToken(token, { jwksUrl, audience: ${JSON.stringify(appId)}, issuer: serviceUrl });
+const refusal = await verifyIdentityToken(token, { jwksUrl, audience: 'com.example.other' }).catch((error) => error);
+const svc = createSvcClient({ baseUrl: serviceUrl });
 console.log(JSON.stringify({
   parts,
   redacted: redactDeviceId(identity.deviceId),
@@ -110,19 +118,21 @@ console.log(JSON.stringify({
 }));
 `,
       );
-      const { stdout } = await run(process.execPath, ['check.mjs', server.url, token, wrongApp], {
+      const { stdout } = await run(process.execPath, ['check.mjs', service.url, issued.body.token], {
         cwd: project,
       });
       const result = JSON.parse(stdout);
       assert.deepEqual(result.parts, { brand: 'brand_a', nativeId: '1HGCM82633A004352' });
       assert.equal(result.redacted, '*********************4352');
-      assert.equal(result.identity.deviceId, 'brand_a:1HGCM82633A004352');
+      assert.equal(result.identity.sub, admin.accountId);
+      assert.equal(result.identity.deviceId, deviceId);
+      assert.equal(result.identity.brand, 'brand_a');
       assert.equal(result.identity.appId, appId);
+      assert.equal(result.identity.expiresAt, issued.body.expires_at);
       assert.equal(result.refusal, 'wrong_audience');
       assert.equal(result.client, 'function');
-      assert.equal(server.fetches(), 1);
     } finally {
-      await server.close();
+      await service.stop();
     }
   });
 
