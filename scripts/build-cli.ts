@@ -2,10 +2,11 @@
  * Bundles the `svc` CLI with esbuild into cli/dist: one small entry that parses the command line,
  * and a chunk per command's work, loaded only when that command runs (fast `svc --help`).
  */
-import { chmodSync, rmSync } from 'node:fs';
+import { chmodSync, copyFileSync, mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
+import { devAssetNames } from '../cli/src/dev/dev-assets.ts';
 import { sourceCondition } from './build-sdk.ts';
 import { repoRoot } from './repo-root.ts';
 
@@ -38,6 +39,22 @@ export async function buildCli(): Promise<void> {
     logLevel: 'warning',
   });
   chmodSync(join(cliDist, 'svc.js'), 0o755);
+  copyDevAssets();
+}
+
+/**
+ * What `svc dev` sends the browser (cli/src/dev/dev-assets.ts): its host page and panel, and the
+ * SDK's browser bundles, which `npm run build:sdk` made first.
+ */
+function copyDevAssets(): void {
+  const target = join(cliDist, 'dev-assets');
+  mkdirSync(target, { recursive: true });
+  for (const name of devAssetNames) {
+    const from = name.endsWith('.browser.js')
+      ? join(repoRoot, 'client/dist', name)
+      : join(repoRoot, 'cli/src/dev/assets', name);
+    copyFileSync(from, join(target, name));
+  }
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {

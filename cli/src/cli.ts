@@ -1,6 +1,7 @@
 /** The `svc` command line: which commands exist, and how a run ends (exit codes). */
 import { Builtins, Cli } from 'clipanion';
 import { BaseCommand } from './base-command.ts';
+import { DevCommand } from './commands/dev.ts';
 import { HelpCommand } from './commands/help.ts';
 import { KeysAddCommand } from './commands/keys/add.ts';
 import { KeysCommand } from './commands/keys/index.ts';
@@ -18,9 +19,13 @@ import { cliVersion } from './version.ts';
 
 /** What each option's value is, for usage lines (clipanion 3 writes every value as `#0`). */
 const placeholders: Record<string, string> = {
+  '--allow-origin': '<origin>',
   '--api-url': '<url>',
+  '--car': '<device_id>',
   '--key': '<path>',
+  '--locale': '<tag>',
   '--passphrase': '<passphrase>',
+  '--port': '<n>',
   '--title': '<title>',
 };
 
@@ -150,6 +155,7 @@ export function createCli(colors: boolean): Cli<SvcContext> {
     LogoutCommand,
     PublishCommand,
     StatusCommand,
+    DevCommand,
     KeysCommand,
     KeysListCommand,
     KeysAddCommand,
