@@ -332,10 +332,12 @@ describe('svc dev, the command', () => {
   async function startSvcDev(
     args: string[],
     home: string,
+    path = process.env.PATH,
   ): Promise<{ child: ChildProcess; output: () => string }> {
     const servicePort = (service.address() as AddressInfo).port;
     const child = spawn(process.execPath, [svcBinary, 'dev', ...args], {
       env: userEnv(home, {
+        PATH: path,
         SVC_API_URL: `http://127.0.0.1:${servicePort}`,
         SVC_TOKEN: 'a-token-it-must-not-use',
       }),
@@ -376,6 +378,37 @@ describe('svc dev, the command', () => {
     assert.equal(code, 0);
     assert.match(output(), /Stopped\.\n$/);
     assert.equal(connections, 0, 'svc dev connected to the service');
+  });
+
+  test("when --open is given then the host page is handed to the desktop's opener", async () => {
+    const home = scratch('svc-dev-home-');
+    // xdg-open as the desktop has it, here a script that writes down what it was asked to open.
+    const bin = scratch('svc-dev-bin-');
+    const opened = join(bin, 'opened.txt');
+    writeFileSync(join(bin, 'xdg-open'), `#!/bin/sh\necho "$@" > '${opened}'\n`, { mode: 0o755 });
+    const { child, output } = await startSvcDev([helloCar, '--open'], home, `${bin}:${process.env.PATH}`);
+    try {
+      await until('svc dev to start', () => output().includes('Ctrl-C stops'), 30_000);
+      const hostUrl = /host page: +(\S+)/.exec(output())?.[1];
+      await until('the browser opened', () => statSync(opened, { throwIfNoEntry: false }) !== undefined);
+      await until('the whole line', () => readFileSync(opened, 'utf8').endsWith('\n'));
+      assert.equal(readFileSync(opened, 'utf8'), `${hostUrl}\n`);
+    } finally {
+      if (child.exitCode === null) {
+        child.kill('SIGINT');
+        await once(child, 'exit');
+      }
+    }
+  });
+
+  test('when the folder does not exist then it says so and starts nothing', async () => {
+    const { child, output } = await startSvcDev(
+      [join(scratch('svc-dev-none-'), 'no-such-app')],
+      scratch('svc-dev-home-'),
+    );
+    const [code] = await once(child, 'exit');
+    assert.equal(code, 1);
+    assert.match(output(), /^svc: no folder at .*no-such-app: give the folder of the mini-app/m);
   });
 
   test('when --car, --locale or --allow-origin is not valid then it says which and starts nothing', async () => {

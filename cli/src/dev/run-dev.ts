@@ -1,5 +1,6 @@
 /** `svc dev`: checks what it was given, starts the dev-server, says where, and runs until Ctrl-C. */
 import { spawn } from 'node:child_process';
+import { statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { SvcContext } from '../context.ts';
 import { CliError, ExitCode } from '../errors.ts';
@@ -41,11 +42,17 @@ export async function runDevServer(context: SvcContext, options: DevCommandOptio
     const fault = allowedOriginFault(origin);
     if (fault) throw new CliError(`--allow-origin: ${fault}`, ExitCode.usage);
   }
+  const dir = resolve(options.dir);
+  if (!statSync(dir, { throwIfNoEntry: false })?.isDirectory()) {
+    throw new CliError(
+      `no folder at ${options.dir}: give the folder of the mini-app (the one with manifest.json)`,
+    );
+  }
   const { key, replaced } = loadDevSigningKey(context.home);
   if (replaced) log(replaced);
 
   const server = await startDevServer({
-    dir: resolve(options.dir),
+    dir,
     port: options.port,
     deviceId,
     locale,
