@@ -156,7 +156,7 @@ describe.skipIf(missing !== undefined)(
     test('when the app asks for an identity token then its backend verifies it with the SDK against the dev JWKS', async () => {
       const token = await appFrame().evaluate(async () => {
         const ctx = (
-          window as unknown as { svcTest: { ctx: { identityToken(): Promise<{ token: string }> } } }
+          globalThis as unknown as { svcTest: { ctx: { identityToken(): Promise<{ token: string }> } } }
         ).svcTest.ctx;
         return (await ctx.identityToken()).token;
       });
