@@ -134,7 +134,8 @@ describe.skipIf(missing !== undefined)(
         (await appText('#car')) === redactDeviceId(secondCar) ? true : undefined,
       );
       const status = await appFrame().evaluate(async () => {
-        const ctx = (globalThis as unknown as { svcTest: { ctx: { status(): Promise<unknown> } } }).svcTest.ctx;
+        const ctx = (globalThis as unknown as { svcTest: { ctx: { status(): Promise<unknown> } } }).svcTest
+          .ctx;
         return ctx.status();
       });
       assert.equal((status as { deviceId: string }).deviceId, secondCar);
