@@ -387,8 +387,11 @@ export function createUploadService(deps: {
         lease_expires_at: null,
       };
     } catch (error) {
-      await blobs.discard(partial);
+      // The URL first, so that it works again as soon as the partial file is gone (a client that
+      // retries at once); a new PUT writes a partial file of its own claim, and the sweep deletes
+      // this one should the process die before it does.
       await releaseUpload(db, uploadId, claim);
+      await blobs.discard(partial);
       throw error;
     } finally {
       clearInterval(renewal);
