@@ -1977,8 +1977,9 @@ export interface components {
             app_id: string & components["schemas"]["Text"];
             /**
              * @description The user's BCP 47 language tag, e.g. `de` or `en-GB`; the token carries its canonical
-             *     form (`en-gb` becomes `en-GB`). A tag of the right shape that BCP 47 does not allow
-             *     (`en-GBX`) is 422 `invalid_locale`.
+             *     form (`en-gb` becomes `en-GB`). Required. One without this shape (`not a locale!`,
+             *     `en_gb`) is 400 `validation_failed`; a tag of the right shape that BCP 47 does not allow
+             *     (`en-a`, `en-GBX`) is 422 `invalid_locale`.
              */
             locale: string;
         };
