@@ -909,6 +909,11 @@ export interface paths {
          *     minutes); a key is published at least that long before it signs, so a cached set always
          *     holds the key of a fresh token. A `kid` that is not in a cached set is a reason to fetch it
          *     again.
+         *
+         *     The set is public: every answer carries `Access-Control-Allow-Origin: *`, and a preflight
+         *     (`OPTIONS`) from any origin is granted `GET` and `HEAD`, so that a page of any origin can
+         *     fetch it (`verifyIdentityToken({ jwksUrl })` in a browser), whatever `SVC_CORS_ORIGINS`
+         *     lists.
          */
         get: operations["getJwks"];
         put?: never;
@@ -3998,6 +4003,8 @@ export interface operations {
                 headers: {
                     /** @description How long the set may be cached, e.g. `public, max-age=300`. */
                     "Cache-Control"?: string;
+                    /** @description `*`: a page of any origin may read the set. */
+                    "Access-Control-Allow-Origin"?: "*";
                     [name: string]: unknown;
                 };
                 content: {
