@@ -884,7 +884,7 @@ export interface paths {
          *
          *     The next key must have been published for as long as verifiers may cache the JWKS (5
          *     minutes), so that they know it before it signs: sooner is 409 `rotation_too_soon`, whose
-         *     `detail` says when to try again. Two rotations asked at once, of one replica or of several,
+         *     `Retry-After` says in how many seconds to try again (its `detail`, from when). Two rotations asked at once, of one replica or of several,
          *     make one; the other is that 409.
          */
         post: operations["rotateSigningKeys"];
@@ -2609,6 +2609,30 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
+        /**
+         * @description The next key has not been published for as long as verifiers may cache the JWKS (5 minutes),
+         *     or another rotation has just been made (`rotation_too_soon`). Nothing was changed; rotate again
+         *     after `Retry-After` seconds.
+         */
+        RotationTooSoon: {
+            headers: {
+                /** @description Seconds until the next key may sign, and so until a rotation is taken. */
+                "Retry-After"?: number;
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "type": "/problems/rotation_too_soon",
+                 *       "title": "Conflict",
+                 *       "status": 409,
+                 *       "detail": "The next key was published at 2026-11-21T10:00:00.000Z and verifiers may cache the JWKS for 300 seconds, so it may sign from 2026-11-21T10:05:00.000Z: rotate then.",
+                 *       "code": "rotation_too_soon"
+                 *     }
+                 */
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
     };
     parameters: {
         /**
@@ -3984,7 +4008,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
-            409: components["responses"]["Conflict"];
+            409: components["responses"]["RotationTooSoon"];
             426: components["responses"]["UpgradeRequired"];
             503: components["responses"]["ServiceUnavailable"];
         };
