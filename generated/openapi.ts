@@ -884,7 +884,7 @@ export interface paths {
          *
          *     The next key must have been published for as long as verifiers may cache the JWKS (5
          *     minutes), so that they know it before it signs: sooner is 409 `rotation_too_soon`, whose
-         *     `detail` says when to try again. Two rotations asked at once, of one replica or of several,
+         *     `Retry-After` says in how many seconds to try again (its `detail`, from when). Two rotations asked at once, of one replica or of several,
          *     make one; the other is that 409.
          */
         post: operations["rotateSigningKeys"];
@@ -909,6 +909,11 @@ export interface paths {
          *     minutes); a key is published at least that long before it signs, so a cached set always
          *     holds the key of a fresh token. A `kid` that is not in a cached set is a reason to fetch it
          *     again.
+         *
+         *     The set is public: every answer carries `Access-Control-Allow-Origin: *`, and a preflight
+         *     (`OPTIONS`) from any origin is granted `GET` and `HEAD`, so that a page of any origin can
+         *     fetch it (`verifyIdentityToken({ jwksUrl })` in a browser), whatever `SVC_CORS_ORIGINS`
+         *     lists.
          */
         get: operations["getJwks"];
         put?: never;
@@ -1977,8 +1982,9 @@ export interface components {
             app_id: string & components["schemas"]["Text"];
             /**
              * @description The user's BCP 47 language tag, e.g. `de` or `en-GB`; the token carries its canonical
-             *     form (`en-gb` becomes `en-GB`). A tag of the right shape that BCP 47 does not allow
-             *     (`en-GBX`) is 422 `invalid_locale`.
+             *     form (`en-gb` becomes `en-GB`). Required. One without this shape (`not a locale!`,
+             *     `en_gb`) is 400 `validation_failed`; a tag of the right shape that BCP 47 does not allow
+             *     (`en-a`, `en-GBX`) is 422 `invalid_locale`.
              */
             locale: string;
         };
@@ -2600,6 +2606,30 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /**
+         * @description The next key has not been published for as long as verifiers may cache the JWKS (5 minutes),
+         *     or another rotation has just been made (`rotation_too_soon`). Nothing was changed; rotate again
+         *     after `Retry-After` seconds.
+         */
+        RotationTooSoon: {
+            headers: {
+                /** @description Seconds until the next key may sign, and so until a rotation is taken. */
+                "Retry-After"?: number;
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "type": "/problems/rotation_too_soon",
+                 *       "title": "Conflict",
+                 *       "status": 409,
+                 *       "detail": "The next key was published at 2026-11-21T10:00:00.000Z and verifiers may cache the JWKS for 300 seconds, so it may sign from 2026-11-21T10:05:00.000Z: rotate then.",
+                 *       "code": "rotation_too_soon"
+                 *     }
+                 */
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
@@ -3978,7 +4008,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
-            409: components["responses"]["Conflict"];
+            409: components["responses"]["RotationTooSoon"];
             426: components["responses"]["UpgradeRequired"];
             503: components["responses"]["ServiceUnavailable"];
         };
@@ -3997,6 +4027,8 @@ export interface operations {
                 headers: {
                     /** @description How long the set may be cached, e.g. `public, max-age=300`. */
                     "Cache-Control"?: string;
+                    /** @description `*`: a page of any origin may read the set. */
+                    "Access-Control-Allow-Origin"?: "*";
                     [name: string]: unknown;
                 };
                 content: {

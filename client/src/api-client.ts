@@ -7,6 +7,7 @@ export type ApiClient = Client<paths>;
 export type Problem = components['schemas']['Problem'];
 
 export interface ApiClientOptions {
+  /** The service's base URL, e.g. `https://svc.example.com`; a trailing `/api/v1` is dropped. */
   baseUrl: string;
   /** The access token, or a function that returns it (read when each request is sent). */
   token?: string | (() => string | undefined);
@@ -31,11 +32,20 @@ function authMiddleware(options: ApiClientOptions): Middleware {
 
 export function createApiClient(options: ApiClientOptions): ApiClient {
   const client = createClient<paths>({
-    baseUrl: options.baseUrl.replace(/\/+$/, ''),
+    baseUrl: serviceBaseUrl(options.baseUrl),
     ...(options.fetch ? { fetch: options.fetch } : {}),
   });
   client.use(authMiddleware(options));
   return client;
+}
+
+/**
+ * The base every contract path (`/api/v1/…`) is appended to. `npm start` prints the API as
+ * `http://127.0.0.1:8080/api/v1`, and a base copied from that line would ask for
+ * `/api/v1/api/v1/…`, a 404 that names no cause: the SDK takes it to mean the service.
+ */
+function serviceBaseUrl(baseUrl: string): string {
+  return baseUrl.replace(/\/+$/, '').replace(/\/api\/v1$/, '');
 }
 
 /** Whether a parsed error body is an RFC 9457 problem of this API. */

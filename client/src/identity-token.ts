@@ -92,8 +92,9 @@ export type VerifyIdentityTokenOptions = CommonVerifyOptions &
   (
     | {
         /**
-         * The service's `/.well-known/jwks.json`. Fetched on first use and kept for 10 minutes; a
-         * token naming a key the set does not hold fetches it again, at most once every 30 seconds.
+         * The service's `/.well-known/jwks.json`. Fetched on first use and kept for 5 minutes, as
+         * its `Cache-Control: max-age=300` allows; a token naming a key the set does not hold
+         * fetches it again, at most once every 30 seconds.
          */
         jwksUrl: string | URL;
         jwks?: never;
@@ -122,6 +123,20 @@ const maxTokenLength = 8192;
 const maxLocaleLength = 35;
 
 const claimsTheServiceSets = ['sub', 'device_id', 'brand', 'locale', 'iss', 'aud', 'iat', 'exp', 'jti'];
+
+/**
+ * How long a fetched key set is used before it is fetched again: the service's `max-age=300`. The
+ * service publishes a key 5 minutes before it signs with it (docs/decisions.md, "Signing-key
+ * rotation"), so a set at most this old holds the key of every fresh token; jose's default, 10
+ * minutes, would lean on the refetch for an unknown `kid` after each rotation.
+ */
+const keySetMaxAgeMs = 300_000;
+
+/**
+ * How long after a fetch a token naming an unknown key may fetch the set again: a flood of
+ * forged `kid`s costs one fetch per 30 seconds, not one per token.
+ */
+const unknownKeyCooldownMs = 30_000;
 
 /** How many remote key sets verifyIdentityToken keeps, by URL, before it drops the oldest. */
 const maxCachedKeySets = 16;
@@ -201,7 +216,12 @@ function keySetFor(options: VerifyIdentityTokenOptions, cached: boolean): JWTVer
     }
   }
   const url = jwksUrlOf(options.jwksUrl);
-  const make = () => createRemoteJWKSet(url, options.fetch ? { [customFetch]: options.fetch } : undefined);
+  const make = () =>
+    createRemoteJWKSet(url, {
+      cacheMaxAge: keySetMaxAgeMs,
+      cooldownDuration: unknownKeyCooldownMs,
+      ...(options.fetch ? { [customFetch]: options.fetch } : {}),
+    });
   if (!cached) return make();
   const sets = options.fetch ? setsForFetch(options.fetch) : remoteKeySets;
   let keySet = sets.get(url.href);
@@ -234,7 +254,7 @@ function jwksUrlOf(value: unknown): URL {
   }
   if (!url || (url.protocol !== 'https:' && url.protocol !== 'http:')) {
     throw new TypeError(
-      `jwksUrl must be the service's https URL of /.well-known/jwks.json, got ${describe(String(value))}`,
+      `jwksUrl must be the http(s) URL of the service's /.well-known/jwks.json, got ${describe(String(value))}`,
     );
   }
   return url;

@@ -46,7 +46,10 @@ import { DeviceIdError } from './device-id.ts';
 import { describe } from './quote.ts';
 
 export interface SvcClientOptions {
-  /** The service's public URL, e.g. `https://svc.example.com`. */
+  /**
+   * The service's public URL, e.g. `https://svc.example.com`. A trailing `/api/v1` (the API line
+   * `npm start` prints) is dropped, so either form reaches the same service.
+   */
   baseUrl: string;
   /** The access token, or a function that returns it (read when each request is sent). */
   token?: ApiClientOptions['token'];

@@ -262,6 +262,26 @@ describe('verifyIdentityToken: the key set at jwksUrl', () => {
     }
   });
 
+  test('when the fetched key set is 5 minutes old (the JWKS max-age) then the next token fetches it again', async () => {
+    vi.useFakeTimers({ toFake: ['Date'] });
+    const server = await startJwksServer([current]);
+    try {
+      const verify = createIdentityTokenVerifier({ jwksUrl: server.url, audience: appId });
+      await verify(await signToken(current));
+      assert.equal(server.fetches(), 1);
+
+      vi.setSystemTime(Date.now() + 299_000);
+      await verify(await signToken(current));
+      assert.equal(server.fetches(), 1, 'a set younger than 5 minutes is used as it is');
+
+      vi.setSystemTime(Date.now() + 2_000);
+      await verify(await signToken(current));
+      assert.equal(server.fetches(), 2, 'the service says max-age=300: an older set is fetched again');
+    } finally {
+      await server.close();
+    }
+  });
+
   test('when keys rotate then a token naming the new key fetches the set again, at most once every 30 s', async () => {
     vi.useFakeTimers({ toFake: ['Date'] });
     const server = await startJwksServer([current]);
@@ -330,8 +350,13 @@ describe('verifyIdentityToken: the key set at jwksUrl', () => {
 
   test('when jwksUrl is not an http(s) URL then it throws a TypeError', async () => {
     for (const jwksUrl of ['file:///etc/passwd', 'not a url', 42]) {
-      assert.throws(() => createIdentityTokenVerifier({ jwksUrl, audience: appId } as never), TypeError);
+      assert.throws(
+        () => createIdentityTokenVerifier({ jwksUrl, audience: appId } as never),
+        (error: unknown) => error instanceof TypeError && /must be the http\(s\) URL/.test(error.message),
+      );
     }
+    // http is taken (a service on this machine, `npm start`), as the message says.
+    createIdentityTokenVerifier({ jwksUrl: 'http://127.0.0.1:8080/.well-known/jwks.json', audience: appId });
   });
 });
 

@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, test } from 'vitest';
 import { exportedFiles, sdkRoot } from '../../scripts/build-sdk.ts';
+import { repoRoot } from '../../scripts/repo-root.ts';
 import { signUpAdmin, signUpDeveloper } from '../../server/test/support/accounts.ts';
 import { carPath, provisionCar } from '../../server/test/support/cars.ts';
 import { publishMiniApp } from '../../server/test/support/commands.ts';
@@ -33,6 +34,7 @@ describe('@svc/sdk, packed and installed', () => {
   const scratch = mkdtempSync(join(tmpdir(), 'svc-sdk-package-'));
   const project = join(scratch, 'app');
   let packed: PackedFile[] = [];
+  let tarballName = '';
 
   beforeAll(async () => {
     // The build is the global setup's; packing must not rebuild dist/ under the other test files.
@@ -41,6 +43,7 @@ describe('@svc/sdk, packed and installed', () => {
     });
     const [info] = JSON.parse(stdout) as [{ filename: string; files: PackedFile[] }];
     packed = info.files;
+    tarballName = info.filename;
     const tarball = join(scratch, info.filename);
 
     mkdirSync(project);
@@ -54,6 +57,15 @@ describe('@svc/sdk, packed and installed', () => {
     });
   });
   afterAll(() => rmSync(scratch, { recursive: true, force: true }));
+
+  test('when packed then it writes the file the READMEs tell developers to install', () => {
+    // The package is not on the public registry: the READMEs name the tarball, which a new version renames.
+    for (const readme of ['README.md', 'client/README.md', 'examples/hello-car/README.md']) {
+      const text = readFileSync(join(repoRoot, readme), 'utf8');
+      const named = new Set(text.match(/svc-sdk-[\w.-]+?\.tgz/g) ?? []);
+      assert.deepEqual([...named], [tarballName], `${readme} names ${[...named].join(', ') || 'no tarball'}`);
+    }
+  });
 
   test('when packed then it holds the built package and nothing of the repository', () => {
     const paths = packed.map((file) => file.path).sort();

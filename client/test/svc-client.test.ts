@@ -81,6 +81,27 @@ describe('createSvcClient', () => {
     assert.equal(requests[0]?.headers.get('authorization'), 'Bearer svc_token');
   });
 
+  test('when the base URL is the API line npm start prints (ending in /api/v1) then the calls still reach the service', async () => {
+    for (const baseUrl of [
+      'http://127.0.0.1:8080/api/v1',
+      'http://127.0.0.1:8080/api/v1/',
+      'http://127.0.0.1:8080',
+    ]) {
+      const { requests, fetch } = scriptedFetch({ status: 200, body: carStatusWire });
+      const svc = createSvcClient({ baseUrl, token: 'svc_token', fetch });
+      await svc.cars.status(deviceId);
+      assert.equal(
+        requests[0]?.url,
+        'http://127.0.0.1:8080/api/v1/cars/brand_a%3A1HGCM82633A004352/status',
+        baseUrl,
+      );
+    }
+    // A service under a path of its own keeps that path.
+    const { requests, fetch } = scriptedFetch({ status: 200, body: carStatusWire });
+    await createSvcClient({ baseUrl: 'https://example.com/svc/api/v1', fetch }).cars.status(deviceId);
+    assert.equal(requests[0]?.url, 'https://example.com/svc/api/v1/cars/brand_a%3A1HGCM82633A004352/status');
+  });
+
   test('when a device id holds URL syntax then it stays one path segment', async () => {
     const { requests, fetch } = scriptedFetch(
       { status: 200, body: { ...carStatusWire, device_id: 'brand_b:a/b?c#d' } },

@@ -198,7 +198,13 @@ export function createApp(config: Config, deps: AppDependencies = {}) {
   app.use(originFormTarget);
   // Before anything can answer: every answer to a listed origin, a refusal too, must be readable.
   app.use(
-    crossOrigin({ origins: config.corsOrigins, contract, getPaths: [...docsPaths, ...sdkScriptPaths] }),
+    crossOrigin({
+      origins: config.corsOrigins,
+      contract,
+      getPaths: [...docsPaths, ...sdkScriptPaths],
+      // The key set is public, and the SDK verifies tokens in browsers too.
+      publicPaths: [routes.getJwks.expressPath],
+    }),
   );
   app.use(requireCurrentCli);
   // The presigned upload PUT may take as long as its URL lives, and its URL is its credential.

@@ -16,6 +16,8 @@ export interface DomainErrorOptions {
   title?: string | undefined;
   /** One entry per field of the input that is wrong. */
   errors?: FieldError[] | undefined;
+  /** When asking again will be taken, in seconds (`Retry-After`): for a refusal that time ends. */
+  retryAfterSeconds?: number | undefined;
 }
 
 /** A refusal of what was asked: the asker's to fix, never the service's fault. */
@@ -23,12 +25,14 @@ export abstract class DomainError extends Error {
   readonly code: string;
   readonly title: string | undefined;
   readonly errors: FieldError[] | undefined;
+  readonly retryAfterSeconds: number | undefined;
 
   constructor(code: string, message: string, options: DomainErrorOptions = {}) {
     super(message);
     this.code = code;
     this.title = options.title;
     this.errors = options.errors;
+    this.retryAfterSeconds = options.retryAfterSeconds;
   }
 }
 
@@ -70,11 +74,10 @@ export class InvalidError extends DomainError {
 /** Too many attempts of late: the asker may try again once `retryAfterSeconds` have passed. */
 export class TooManyRequestsError extends DomainError {
   override readonly name = 'TooManyRequestsError';
-  readonly retryAfterSeconds: number;
+  declare readonly retryAfterSeconds: number;
 
   constructor(code: string, message: string, retryAfterSeconds: number, options: DomainErrorOptions = {}) {
-    super(code, message, options);
-    this.retryAfterSeconds = retryAfterSeconds;
+    super(code, message, { ...options, retryAfterSeconds });
   }
 }
 

@@ -36,6 +36,9 @@ const listOf = (header: unknown) =>
     .map((item) => item.trim())
     .filter((item) => item !== '');
 
+/** The one public path: the key set, which a page of any origin may read. */
+const jwksPath = routes.getJwks.openapiPath;
+
 function expectedAllow(methods: Set<string>): string[] {
   return [...methods, ...(methods.has('GET') ? ['HEAD'] : []), 'OPTIONS'].sort();
 }
@@ -54,8 +57,9 @@ describe('OPTIONS and Allow without SVC_CORS_ORIGINS', () => {
     await service.stop();
   });
 
-  test('when any path of the contract is asked OPTIONS then 204 with Allow listing its methods, HEAD with GET, and no CORS grant', async () => {
+  test('when any path of the contract but the JWKS is asked OPTIONS then 204 with Allow listing its methods, HEAD with GET, and no CORS grant', async () => {
     for (const [path, methods] of contractPaths) {
+      if (path === jwksPath) continue;
       const reply = await call(service.url, 'OPTIONS', concrete(path), {
         headers: { origin: 'https://app.example.com', 'access-control-request-method': 'GET' },
       });
@@ -109,6 +113,38 @@ describe('OPTIONS and Allow without SVC_CORS_ORIGINS', () => {
     assert.equal(reply.status, 200);
     assertNoCors(reply, 'no origin is listed');
   });
+
+  test('when a page of any origin asks for the JWKS then every answer, a refusal too, grants it to all, and so does the preflight', async () => {
+    for (const origin of ['https://app.example.com', 'null', undefined]) {
+      const headers: Record<string, string> = origin === undefined ? {} : { origin };
+      const keys = await call(service.url, 'GET', jwksPath, { headers });
+      assert.equal(keys.status, 200);
+      assert.ok(Array.isArray(keys.body.keys));
+      assert.equal(keys.headers['access-control-allow-origin'], '*', String(origin));
+      assert.equal(keys.headers['access-control-allow-credentials'], undefined);
+      const refused = await call(service.url, 'GET', `${jwksPath}?kid=x`, { headers });
+      assert.equal(refused.status, 400, 'no query parameter is taken');
+      assert.equal(refused.headers['access-control-allow-origin'], '*');
+    }
+    const preflight = await call(service.url, 'OPTIONS', jwksPath, {
+      headers: {
+        origin: 'https://app.example.com',
+        'access-control-request-method': 'GET',
+        'access-control-request-headers': 'cache-control',
+      },
+    });
+    assert.equal(preflight.status, 204);
+    assert.equal(preflight.headers['access-control-allow-origin'], '*');
+    assert.deepEqual(listOf(preflight.headers['access-control-allow-methods']).sort(), ['GET', 'HEAD']);
+    assert.equal(preflight.headers['access-control-allow-headers'], '*');
+    assert.equal(preflight.headers['access-control-max-age'], '600');
+    assert.deepEqual(listOf(preflight.headers.allow).sort(), ['GET', 'HEAD', 'OPTIONS']);
+    // The grant is the key set's alone: a path next to it grants nothing.
+    assertNoCors(
+      await call(service.url, 'GET', '/healthz', { headers: { origin: 'https://app.example.com' } }),
+      '/healthz',
+    );
+  });
 });
 
 describe('CORS with SVC_CORS_ORIGINS', () => {
@@ -123,6 +159,7 @@ describe('CORS with SVC_CORS_ORIGINS', () => {
 
   test('when a listed origin sends a preflight then each path grants its methods, the headers the contract takes, for 10 minutes', async () => {
     for (const [path, methods] of contractPaths) {
+      if (path === jwksPath) continue; // granted to every origin: above
       const reply = await call(service.url, 'OPTIONS', concrete(path), {
         headers: {
           origin,
@@ -181,6 +218,7 @@ describe('CORS with SVC_CORS_ORIGINS', () => {
       for (const name of ['Idempotent-Replayed', 'Retry-After', 'WWW-Authenticate', 'X-Request-Id']) {
         assert.ok(exposed.includes(name), `${name} in ${exposed}`);
       }
+      assert.ok(!exposed.some((name) => /^access-control-/i.test(name)), `${exposed}: no grant is exposed`);
     }
   });
 
@@ -298,5 +336,32 @@ describe.skipIf(missing)(`CORS in a browser${missing ? ` (${missing})` : ''}`, (
     for (const [what, outcome] of Object.entries(seen)) {
       assert.match(String((outcome as { blocked?: string }).blocked), /TypeError: Failed to fetch/, what);
     }
+  });
+
+  test('when a page of an origin that is not listed fetches the JWKS, plainly or with a header that needs a preflight, then it reads the keys', async () => {
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    await page.goto(`http://localhost:${pagePort}/`);
+    const seen = await page.evaluate(async (url) => {
+      const kids = async (init: RequestInit) => {
+        try {
+          const reply = await fetch(url, init);
+          return ((await reply.json()) as { keys: { kid: string }[] }).keys.map((key) => key.kid).length;
+        } catch (error) {
+          return String(error);
+        }
+      };
+      // As jose asks for it; and as a page that bypasses its own cache would.
+      return [
+        await kids({ headers: { accept: 'application/json, application/jwk-set+json' } }),
+        await kids({ headers: { 'cache-control': 'no-cache' } }),
+      ];
+    }, `${service.url}${jwksPath}`);
+    await context.close();
+    assert.deepEqual(
+      seen,
+      [2, 2],
+      'the current and the next key, read from an origin SVC_CORS_ORIGINS does not list',
+    );
   });
 });

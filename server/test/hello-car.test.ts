@@ -40,6 +40,8 @@ function readmeBackend(): string {
   const section = readme.slice(readme.indexOf('## The backend'));
   const code = /```js\n([\s\S]*?)```/.exec(section)?.[1];
   assert.ok(code, 'examples/hello-car/README.md shows its backend in a js block');
+  // The block is an ES module: as a .js file of a folder `npm init -y` made, it would not run.
+  assert.match(section, /save it as `server\.mjs`/, 'the README names the file as this test runs it');
   return code;
 }
 
@@ -72,7 +74,7 @@ describe.skipIf(missing)(`examples/hello-car in a host${missing ? ` (${missing})
     }
     await publishMiniApp(service.url, await signUpDeveloper(service.url), admin, manifest.id, '1.0.0');
 
-    // The README's backend, as its developer would run it: `node server.js` beside @svc/sdk.
+    // The README's backend, as its developer would run it: `node server.mjs` beside @svc/sdk.
     backendDir = mkdtempSync(join(tmpdir(), 'hello-car-backend-'));
     writeFileSync(join(backendDir, 'server.mjs'), readmeBackend());
     symlinkSync(join(repoRoot, 'node_modules'), join(backendDir, 'node_modules'));
@@ -163,6 +165,15 @@ describe.skipIf(missing)(`examples/hello-car in a host${missing ? ` (${missing})
       headers: { authorization: `Bearer ${token}` },
     });
     assert.equal(otherCar.status, 401);
+
+    // A refused token is answered 401 too, and the backend's log says why.
+    const forged = await fetch(`${backendUrl}/greeting?device_id=${encodeURIComponent(carA)}`, {
+      headers: { authorization: 'Bearer not.a.token' },
+    });
+    assert.equal(forged.status, 401);
+    await eventually(`the backend logs the refusal's code (${backendOutput})`, async () =>
+      /malformed_token identity token has a header that is not base64url JSON/.test(backendOutput),
+    );
 
     await page.evaluate(`host.setActiveCar('${carB}')`);
     await frame.getByText('Hello, brand_b driver!').waitFor();

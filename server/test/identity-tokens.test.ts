@@ -165,7 +165,7 @@ describe('identity tokens', () => {
   });
 
   test('when the locale has the shape of a tag but breaks BCP 47 then 422 invalid_locale saying what to send', async () => {
-    for (const locale of ['en-GBX', 'en-gb-gb', 'aa-bb-cc-dd']) {
+    for (const locale of ['en-GBX', 'en-gb-gb', 'aa-bb-cc-dd', 'en-a']) {
       const reply = await ask(owner, vin, { app_id: appId, locale });
       assert.equal(reply.status, 422, `${locale}: ${JSON.stringify(reply.body)}`);
       assert.equal(reply.body.code, 'invalid_locale');
@@ -177,6 +177,8 @@ describe('identity tokens', () => {
     const cases: [unknown, string][] = [
       [{ app_id: appId, locale: 'english language' }, '/body/locale'],
       [{ app_id: appId, locale: 'en_GB' }, '/body/locale'],
+      [{ app_id: appId, locale: 'en_gb' }, '/body/locale'],
+      [{ app_id: appId, locale: 'not a locale!' }, '/body/locale'],
       [{ app_id: appId, locale: '' }, '/body/locale'],
       [{ app_id: appId, locale: `en-${'abcdefgh-'.repeat(4)}x` }, '/body/locale'],
       [{ app_id: appId, locale: 7 }, '/body/locale'],

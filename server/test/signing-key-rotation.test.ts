@@ -106,11 +106,15 @@ describe('signing-key rotation', () => {
     assert.equal(kidOf(await look.token()), current.kid);
   });
 
-  test('when an admin rotates before the next key has been published 5 minutes then 409 rotation_too_soon says when', async () => {
+  test('when an admin rotates before the next key has been published 5 minutes then 409 rotation_too_soon says when, and Retry-After in how many seconds', async () => {
+    const [next] = await look.inState('next');
     const reply = await look.rotate();
     assert.equal(reply.status, 409, JSON.stringify(reply.body));
     assert.equal(reply.body.code, 'rotation_too_soon');
     assert.match(reply.body.detail, /may sign from .*: rotate then/);
+    const mayRotateAt = Date.parse(String(next?.created_at)) + 5 * minute;
+    assert.equal(reply.headers['retry-after'], String(Math.ceil((mayRotateAt - service.clock.now) / 1000)));
+    assert.ok(Number(reply.headers['retry-after']) >= 1 && Number(reply.headers['retry-after']) <= 300);
     assert.deepEqual((await look.keys()).keys.map((key) => key.state).sort(), ['current', 'next']);
   });
 

@@ -209,7 +209,8 @@ function openBridge(window: MessageWindow, hostOrigin: string, timeoutMs: number
   let closed = false;
   let state: HostContextData | undefined;
   const listeners = new Set<(change: ActiveCarChange) => void>();
-  let token: { deviceId: string; answer: Promise<IdentityToken> } | undefined;
+  /** The last token asked for; `expiresAt` (milliseconds) once the host has answered. */
+  let token: { deviceId: string; answer: Promise<IdentityToken>; expiresAt?: number } | undefined;
 
   const onMessage = (event: BridgeMessageEvent) => {
     // Only the window that embeds this app, at the origin it was told; anything else is ignored.
@@ -311,9 +312,18 @@ function openBridge(window: MessageWindow, hostOrigin: string, timeoutMs: number
     return state;
   };
 
+  /**
+   * Whether the last token may be given again: for this car, and still on its way or living long
+   * enough to be used. Judged when asked, not by a timer: a background tab's timers are throttled
+   * for minutes, and a timer that had not run would hand out an expired token.
+   */
+  const reusable = (deviceId: string) =>
+    token?.deviceId === deviceId &&
+    (token.expiresAt === undefined || token.expiresAt - Date.now() > tokenReuseMarginMs);
+
   const identityToken = (): Promise<IdentityToken> => {
     const deviceId = current().activeCarId;
-    if (token?.deviceId === deviceId) return token.answer;
+    if (token && reusable(deviceId)) return token.answer;
     const answer = request('identityToken', { deviceId }).then((result) => {
       const fields = (typeof result === 'object' && result !== null ? result : {}) as Record<string, unknown>;
       if (
@@ -327,14 +337,7 @@ function openBridge(window: MessageWindow, hostOrigin: string, timeoutMs: number
           'the host answered identityToken without a token and its expiresAt',
         );
       }
-      const expiresAt = Date.parse(fields.expiresAt);
-      // Kept for the next call while it lives long enough to be used.
-      setTimeout(
-        () => {
-          if (token?.answer === answer) token = undefined;
-        },
-        Math.max(0, expiresAt - Date.now() - tokenReuseMarginMs),
-      );
+      if (token?.answer === answer) token.expiresAt = Date.parse(fields.expiresAt);
       return { token: fields.token, expiresAt: fields.expiresAt };
     });
     token = { deviceId, answer };

@@ -5,6 +5,7 @@
  * Answers to a listed origin carry `Access-Control-Allow-Origin`, and the response headers a
  * script may read. Nothing is granted to any other origin: the browser keeps its answers from
  * the page. Bearer tokens travel in `Authorization`, never in cookies, so no credentials mode.
+ * The public paths (the JWKS) are the exception: every origin may read them.
  */
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
 import { allowHeader, methodsByPath } from './allowed-methods.ts';
@@ -55,7 +56,10 @@ export function contractHeaders(contract: Contract): { request: string[]; respon
     for (const operation of operations) {
       for (const entry of Object.values(isNode(operation.responses) ? operation.responses : {})) {
         const headers = resolved(contract, entry)?.headers;
-        for (const name of Object.keys(isNode(headers) ? headers : {})) response.add(name);
+        for (const name of Object.keys(isNode(headers) ? headers : {})) {
+          // The contract documents a public path's own grant; it is no header a script reads.
+          if (!/^access-control-/i.test(name)) response.add(name);
+        }
       }
     }
   }
@@ -69,6 +73,12 @@ export interface CrossOriginOptions {
   contract: Contract;
   /** Paths outside the contract that the service answers with GET (the docs, /openapi.json). */
   getPaths?: readonly string[];
+  /**
+   * Express paths whose answers hold nothing secret and take no credential (the JWKS): every
+   * origin may read them (`*`), and every origin's preflight for them is granted, so that a page
+   * of any origin can verify identity tokens with `verifyIdentityToken({ jwksUrl })`.
+   */
+  publicPaths?: readonly string[];
 }
 
 export function crossOrigin(options: CrossOriginOptions): Router {
@@ -80,10 +90,16 @@ export function crossOrigin(options: CrossOriginOptions): Router {
     const origin = req.get('origin');
     return origin !== undefined && options.origins.has(origin) ? origin : undefined;
   };
+  const publicPaths = new Set(options.publicPaths ?? []);
 
   router.use((req: Request, res: Response, next: NextFunction) => {
     // Answers differ by Origin once any origin is listed: caches must keep them apart.
     if (options.origins.size > 0) res.vary('Origin');
+    if (publicPaths.has(req.path) && req.method !== 'OPTIONS') {
+      // The same for every origin, a refusal too; no credentials, so `*` is the whole grant.
+      res.setHeader('Access-Control-Allow-Origin', '*');
+      return next();
+    }
     const origin = listed(req);
     if (origin && req.method !== 'OPTIONS') {
       res.setHeader('Access-Control-Allow-Origin', origin);
@@ -98,11 +114,22 @@ export function crossOrigin(options: CrossOriginOptions): Router {
   for (const [expressPath, { openapiPath, methods }] of paths) {
     for (const method of methods) every.add(method);
     const allow = allowHeader(methods);
+    const open = publicPaths.has(expressPath);
     router.options(expressPath, (req: Request, res: Response) => {
       setRouteTemplate(res, openapiPath);
       res.setHeader('Allow', allow);
+      const preflight = req.get('access-control-request-method') !== undefined;
+      if (open && preflight) {
+        // A page that adds a header of its own (`Cache-Control`, `If-None-Match`) still may GET it.
+        res.setHeader('Access-Control-Allow-Origin', '*');
+        res.setHeader('Access-Control-Allow-Methods', methods.join(', '));
+        res.setHeader('Access-Control-Allow-Headers', '*');
+        res.setHeader('Access-Control-Max-Age', String(preflightMaxAgeSeconds));
+        res.status(204).end();
+        return;
+      }
       const origin = listed(req);
-      if (origin && req.get('access-control-request-method') !== undefined) {
+      if (origin && preflight) {
         res.setHeader('Access-Control-Allow-Origin', origin);
         res.setHeader('Access-Control-Allow-Methods', methods.join(', '));
         res.setHeader('Access-Control-Allow-Headers', allowHeaders);

@@ -92,7 +92,7 @@ export function problemFor(error: DomainError): ProblemError | undefined {
   return new ProblemError(status, error.code, error.message, {
     ...(error.title ? { title: error.title } : {}),
     ...(error.errors ? { errors: error.errors } : {}),
-    ...(error instanceof TooManyRequestsError
+    ...(error.retryAfterSeconds !== undefined
       ? { headers: { 'Retry-After': String(error.retryAfterSeconds) } }
       : {}),
     ...(error instanceof UnavailableError ? { headers: { 'Retry-After': '5' } } : {}),

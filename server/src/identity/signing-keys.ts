@@ -213,9 +213,11 @@ export function createSigningKeyService(deps: {
         const now = clock();
         const next = await findKeyInState(trx, 'next');
         if (next && now < nextMaySignAt(next)) {
+          const waitMs = nextMaySignAt(next).getTime() - now.getTime();
           throw new ConflictError(
             'rotation_too_soon',
             `The next key was published at ${next.created_at.toISOString()} and verifiers may cache the JWKS for ${jwksMaxAgeSeconds} seconds, so it may sign from ${nextMaySignAt(next).toISOString()}: rotate then.`,
+            { retryAfterSeconds: Math.max(1, Math.ceil(waitMs / 1000)) },
           );
         }
         await rotateLocked(trx, now, 'admin');
