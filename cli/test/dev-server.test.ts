@@ -6,7 +6,16 @@
 import assert from 'node:assert/strict';
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  cpSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -152,6 +161,27 @@ describe('svc dev, the dev-server', () => {
     }
   });
 
+  test('when the dev-server is asked for as localhost then it sends the browser to 127.0.0.1, the name it answers as', async () => {
+    const { request } = await import('node:http');
+    const url = new URL('/?x=1', server.hostUrl);
+    const answer = await new Promise<{ status: number; location?: string }>((resolve, reject) => {
+      request(url, { headers: { host: `localhost:${url.port}` } }, (response) => {
+        response.resume();
+        resolve({ status: response.statusCode ?? 0, location: response.headers.location });
+      })
+        .on('error', reject)
+        .end();
+    });
+    assert.deepEqual(answer, { status: 307, location: `${new URL(server.hostUrl).origin}/?x=1` });
+  });
+
+  test('when a path with control characters is asked for then the answer shows none of them', async () => {
+    const response = await fetch(`${server.appUrl}app.js%00%1b%5b2J.html`);
+    assert.equal(response.status, 404);
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: what must not be there
+    assert.doesNotMatch(await response.text(), /[\u0000-\u0008\u000b-\u001f]/);
+  });
+
   test("when the host page asks for an identity token then the app's backend verifies it with the SDK against the dev JWKS", async () => {
     const issued = await post(new URL('/_svc/identity-token', server.hostUrl).href, {}, hostOrigin());
     assert.equal(issued.status, 200);
@@ -247,6 +277,18 @@ describe('svc dev, the dev-server', () => {
     // biome-ignore lint/suspicious/noControlCharactersInRegex: what must not be there
     assert.doesNotMatch(logged.join('\n'), /[\u0000-\u0008\u000b-\u001f\u007f]/);
     assert.equal((await report('not a url')).status, 204);
+
+    // A page of another site can POST text/plain without a preflight: such a "report" is refused.
+    const said = logged.length;
+    const forged = await fetch(new URL('/_svc/csp-report', server.appUrl), {
+      method: 'POST',
+      headers: { 'content-type': 'text/plain' },
+      body: JSON.stringify({
+        'csp-report': { 'blocked-uri': 'https://evil.example', 'effective-directive': 'connect-src' },
+      }),
+    });
+    assert.equal(forged.status, 415);
+    assert.equal(logged.length, said);
   });
 
   test('when a file changes then the panel hears state and reload, and a broken manifest is reported until it is fixed', async () => {
@@ -276,11 +318,61 @@ describe('svc dev, the dev-server', () => {
 
     writeFileSync(manifestPath, manifest);
     await until('fixed', () => server.folder().manifest !== undefined);
-    assert.ok(logged.includes('the manifest has no problems now'));
+    assert.ok(logged.includes('the app has no problems now'));
     assert.equal((await fetch(server.appUrl)).status, 200);
     await reader.cancel();
     await reading.catch(() => {});
   });
+});
+
+describe('svc dev, watching the folder', () => {
+  /** inotify watches this process holds (Linux), as the kernel lists them. */
+  function inotifyWatches(): number {
+    let count = 0;
+    for (const fd of readdirSync('/proc/self/fdinfo')) {
+      try {
+        count += readFileSync(`/proc/self/fdinfo/${fd}`, 'utf8')
+          .split('\n')
+          .filter((line) => line.startsWith('inotify wd:')).length;
+      } catch {}
+    }
+    return count;
+  }
+
+  test.skipIf(process.platform !== 'linux')(
+    'when the app has a node_modules of many folders then only the folders it packs are watched, and a folder added later is',
+    async () => {
+      const dir = appFolder();
+      for (let i = 0; i < 200; i++)
+        mkdirSync(join(dir, 'node_modules', `package-${i}`, 'lib'), { recursive: true });
+      const before = inotifyWatches();
+      const logged: string[] = [];
+      const server = await startDevServer({
+        dir,
+        port: 0,
+        deviceId: 'brand_a:1HGCM82633A004352',
+        locale: 'en-GB',
+        allowedOrigins: [],
+        key: loadDevSigningKey(scratch('svc-dev-home-')).key,
+        hostVersion: 'svc-dev/test',
+        log: (line) => logged.push(line),
+      });
+      try {
+        // The app's folder alone (notes/ is left out by .svcignore, node_modules always).
+        assert.equal(inotifyWatches() - before, 1);
+        mkdirSync(join(dir, 'images'));
+        writeFileSync(join(dir, 'images', 'logo.svg'), '<svg xmlns="http://www.w3.org/2000/svg"/>');
+        await until('the new file served', () => server.folder().files.has('images/logo.svg'));
+        assert.equal(inotifyWatches() - before, 2);
+        writeFileSync(join(dir, 'images', 'logo.svg'), '<svg xmlns="http://www.w3.org/2000/svg" width="1"/>');
+        const served = await fetch(new URL('images/logo.svg', server.appUrl));
+        assert.equal(served.headers.get('content-type'), 'image/svg+xml');
+      } finally {
+        await server.close();
+      }
+      assert.equal(inotifyWatches(), before);
+    },
+  );
 });
 
 describe('svc dev, the dev key', () => {
@@ -411,7 +503,17 @@ describe('svc dev, the command', () => {
     assert.match(output(), /^svc: no folder at .*no-such-app: give the folder of the mini-app/m);
   });
 
-  test('when --car, --locale or --allow-origin is not valid then it says which and starts nothing', async () => {
+  test('when the folder has no manifest.json then it says which folder to give, and starts nothing', async () => {
+    const { child, output } = await startSvcDev([scratch('svc-dev-empty-')], scratch('svc-dev-home-'));
+    const [code] = await once(child, 'exit');
+    assert.equal(code, 1);
+    assert.match(
+      output(),
+      /^svc: no manifest\.json in .*: give the folder of the mini-app \(to try the example: svc dev examples\/hello-car\)/m,
+    );
+  });
+
+  test('when --car, --locale, --allow-origin or --port is not valid then it says which and starts nothing', async () => {
     const home = scratch('svc-dev-home-');
     for (const [args, message] of [
       [['--car', 'brand_x:1'], /^svc: --car: device id "brand_x:1" has unknown brand prefix/m],
@@ -420,6 +522,7 @@ describe('svc dev, the command', () => {
         ['--allow-origin', 'http://127.0.0.1:8787/api'],
         /^svc: --allow-origin: .* write "http:\/\/127\.0\.0\.1:8787"/m,
       ],
+      [['--port', '65535'], /Invalid value for --port: expected to be in the \[1; 65534\] range/],
     ] as const) {
       const { child, output } = await startSvcDev([helloCar, ...args], home);
       const [code] = await once(child, 'exit');

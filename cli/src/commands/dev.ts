@@ -22,8 +22,9 @@ export class DevCommand extends BaseCommand {
   });
 
   port = Option.String('--port', '5170', {
-    description: "The host page's port; the next free one when taken (default 5170)",
-    validator: t.cascade(t.isNumber(), [t.isInteger(), t.isInInclusiveRange(1, 65535)]),
+    description: "The host page's port, the app's the next one up; each the next free one when taken (default 5170)",
+    // The app takes a port above the host page's: 65535 leaves it none.
+    validator: t.cascade(t.isNumber(), [t.isInteger(), t.isInInclusiveRange(1, 65534)]),
   });
   car = Option.String('--car', { description: "The simulated car's device id (default a brand_a VIN)" });
   locale = Option.String('--locale', { description: "The user's language, a BCP 47 tag (default en-GB)" });

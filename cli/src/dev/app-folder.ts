@@ -17,6 +17,8 @@ export interface AppFolderState {
   files: ReadonlySet<string>;
   /** Why a file the folder has is not served (left out of the package), by POSIX path. */
   leftOut: ReadonlyMap<string, string>;
+  /** The folders the walk read ('' is the app's own): what to watch for changes. */
+  folders: readonly string[];
 }
 
 export function readAppFolder(dir: string): AppFolderState {
@@ -26,19 +28,28 @@ export function readAppFolder(dir: string): AppFolderState {
   } catch (error) {
     // The folder or its .svcignore cannot be read: nothing to serve until it can.
     if (!(error instanceof CliError)) throw error;
-    return { manifest: undefined, problems: [error.message], files: new Set(), leftOut: new Map() };
+    return {
+      manifest: undefined,
+      problems: [error.message],
+      files: new Set(),
+      leftOut: new Map(),
+      folders: [''],
+    };
   }
   const check = checkManifest(dir, folder);
   const problems = [...check.problems.map(formatManifestProblem), ...folder.refusals];
   const leftOut = new Map<string, string>();
+  const folders = [''];
   for (const [path, entry] of folder.entries) {
     if (entry.leftOut !== undefined) leftOut.set(path, entry.leftOut);
+    else if (entry.kind === 'folder') folders.push(path);
   }
   return {
     manifest: check.manifest,
     problems,
     files: new Set(folder.files.map((file) => file.path)),
     leftOut,
+    folders,
   };
 }
 

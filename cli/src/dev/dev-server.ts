@@ -20,6 +20,7 @@ import { readFile } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { extname } from 'node:path';
+import { ignoreFileName } from '@svc/manifest';
 import { validateDeviceId } from '@svc/sdk';
 import { CliError } from '../errors.ts';
 import { type AppFolderState, appFilePath, readAppFolder } from './app-folder.ts';
@@ -55,6 +56,8 @@ export interface DevServerOptions {
 export interface DevServer {
   hostUrl: string;
   appUrl: string;
+  hostPort: number;
+  appPort: number;
   /** What is served now. */
   folder(): AppFolderState;
   close(): Promise<void>;
@@ -111,7 +114,6 @@ export async function startDevServer(options: DevServerOptions): Promise<DevServ
   const events = new Set<ServerResponse>();
   let hostServer: Server | undefined;
   let appServer: Server | undefined;
-  let watcher: FSWatcher | undefined;
   let hostOrigin = '';
   let appOrigin = '';
 
@@ -148,6 +150,8 @@ export async function startDevServer(options: DevServerOptions): Promise<DevServ
     if (path === '/_svc/panel.js') return sendAsset(response, 'panel.js');
     if (path === '/_svc/panel.css') return sendAsset(response, 'panel.css');
     if (path === '/_svc/host.js') return sendAsset(response, 'host.browser.js');
+    // Browsers ask for one; the host page has none to show.
+    if (path === '/favicon.ico') return void response.writeHead(204).end();
     if (path === '/.well-known/jwks.json') {
       // Any backend in development may fetch it, from a page or a server.
       response.setHeader('access-control-allow-origin', '*');
@@ -207,6 +211,14 @@ export async function startDevServer(options: DevServerOptions): Promise<DevServ
   async function serveApp(request: IncomingMessage, response: ServerResponse, path: string) {
     const method = request.method ?? 'GET';
     if (path === violationReportPath && method === 'POST') {
+      // Only as a browser sends them: a page of another site cannot send these types without a
+      // preflight (which is not answered), so it cannot plant advice to allow its origin.
+      const type = (request.headers['content-type'] ?? '').split(';')[0]?.trim().toLowerCase();
+      if (type !== 'application/csp-report' && type !== 'application/reports+json') {
+        return sendJson(response, 415, {
+          message: 'reports come from the browser, as application/csp-report',
+        });
+      }
       const violations = readViolationReport(await readJson(request).catch(() => undefined), appOrigin);
       for (const violation of violations) reportViolation(violation);
       response.writeHead(204).end();
@@ -220,11 +232,12 @@ export async function startDevServer(options: DevServerOptions): Promise<DevServ
     const file = path === '/' ? folder.manifest?.entry : path.slice(1);
     if (file === undefined || !folder.files.has(file)) {
       const leftOut = file === undefined ? undefined : leftOutReason(folder, file);
+      const shown = file === undefined ? '' : printable(file);
       const message = leftOut
-        ? `${file} is not served: ${leftOut}, so svc publish would not ship it`
+        ? `${shown} is not served: ${leftOut}, so svc publish would not ship it`
         : file === undefined
           ? 'the manifest has problems: fix them and the entry page is served'
-          : `${file} is not in the app's folder`;
+          : `${shown} is not in the app's folder${folder.problems.length > 0 ? ' (or the folder has problems: see the terminal)' : ''}`;
       if (leftOut) log(message);
       response.writeHead(404, { 'content-type': 'text/plain; charset=utf-8', 'cache-control': 'no-store' });
       response.end(`${message}\n`);
@@ -263,8 +276,14 @@ export async function startDevServer(options: DevServerOptions): Promise<DevServ
   // ---- both ----
   function handler(origin: () => string, serve: typeof serveHost) {
     return (request: IncomingMessage, response: ServerResponse) => {
-      const expectedHost = origin().slice('http://'.length);
-      if (request.headers.host !== expectedHost) {
+      const { host, port } = new URL(origin());
+      const asked = request.headers.host;
+      if (asked !== host) {
+        // The same server by its other loopback name: sent to the name it answers as.
+        if (asked === `localhost:${port}` || (port === '' && asked === 'localhost')) {
+          response.writeHead(307, { location: `${origin()}${request.url ?? '/'}` }).end();
+          return;
+        }
         response.writeHead(421, { 'content-type': 'text/plain; charset=utf-8' });
         response.end(`this dev-server answers only as ${origin()}\n`);
         return;
@@ -287,13 +306,15 @@ export async function startDevServer(options: DevServerOptions): Promise<DevServ
     };
   }
 
+  let hostPort = 0;
+  let appPort = 0;
   hostServer = createServer(handler(() => hostOrigin, serveHost));
   appServer = createServer(handler(() => appOrigin, serveApp));
   try {
-    const hostPort = await listenFrom(hostServer, options.port);
-    hostOrigin = `http://127.0.0.1:${hostPort}`;
-    const appPort = await listenFrom(appServer, hostPort + 1);
-    appOrigin = `http://127.0.0.1:${appPort}`;
+    hostPort = await listenFrom(hostServer, options.port);
+    hostOrigin = new URL(`http://127.0.0.1:${hostPort}`).origin;
+    appPort = await listenFrom(appServer, hostPort + 1);
+    appOrigin = new URL(`http://127.0.0.1:${appPort}`).origin;
   } catch (error) {
     hostServer.close();
     appServer.close();
@@ -302,36 +323,65 @@ export async function startDevServer(options: DevServerOptions): Promise<DevServ
   reportProblems(folder.problems);
 
   // Reload on save: the file system says what changed (no polling); a burst of changes (an
-  // editor's save, a build) is read once it settles.
+  // editor's save, a build) is read once it settles. Only the folders the package reads are
+  // watched, each on its own: a recursive watch would also watch every folder of node_modules
+  // (tens of thousands, past many systems' inotify limit).
   let settle: NodeJS.Timeout | undefined;
   const settleMs = options.settleMs ?? 80;
+  const watchers = new Map<string, FSWatcher>();
+  const changed = (folderPath: string, name: string | Buffer | null) => {
+    const path = typeof name === 'string' ? (folderPath === '' ? name : `${folderPath}/${name}`) : undefined;
+    // A file the package leaves out is no news, unless it is the list of what to leave out.
+    if (path !== undefined && path !== ignoreFileName && leftOutReason(folder, path) !== undefined) return;
+    clearTimeout(settle);
+    settle = setTimeout(reread, settleMs);
+  };
+  const watchFolders = () => {
+    for (const [path, watcher] of watchers) {
+      if (!folder.folders.includes(path)) {
+        watcher.close();
+        watchers.delete(path);
+      }
+    }
+    for (const path of folder.folders) {
+      if (watchers.has(path)) continue;
+      try {
+        const watcher = watch(path === '' ? dir : appFilePath(dir, path), (_event, name) =>
+          changed(path, name),
+        );
+        watcher.on('error', () => {
+          watcher.close();
+          watchers.delete(path);
+        });
+        watchers.set(path, watcher);
+      } catch (error) {
+        if (path === '') log(`cannot watch ${dir} for changes: ${(error as Error).message}`);
+      }
+    }
+  };
   const reread = () => {
     const before = folder;
     folder = readAppFolder(dir);
+    watchFolders();
     violationsSaid = new Set();
     if (folder.problems.join('\n') !== before.problems.join('\n')) {
-      if (folder.problems.length === 0) log('the manifest has no problems now');
+      if (folder.problems.length === 0) log('the app has no problems now');
       else reportProblems(folder.problems);
     }
     broadcast('state', panelState());
     broadcast('reload', { at: new Date().toISOString() });
   };
-  watcher = watch(dir, { recursive: true }, (_event, name) => {
-    // What the package leaves out always (.git, node_modules) is no reason to reload.
-    const path = typeof name === 'string' ? name.split(/[\\/]/) : [];
-    if (path.includes('.git') || path.includes('node_modules')) return;
-    clearTimeout(settle);
-    settle = setTimeout(reread, settleMs);
-  });
-  watcher.on('error', (error) => log(`stopped watching ${dir} for changes: ${error.message}`));
+  watchFolders();
 
   return {
     hostUrl: `${hostOrigin}/`,
     appUrl: `${appOrigin}/`,
+    hostPort,
+    appPort,
     folder: () => folder,
     async close() {
       clearTimeout(settle);
-      watcher?.close();
+      for (const watcher of watchers.values()) watcher.close();
       for (const stream of events) stream.end();
       events.clear();
       await Promise.all(
@@ -356,6 +406,12 @@ function leftOutReason(folder: AppFolderState, path: string): string | undefined
     if (reason !== undefined) return reason;
   }
   return undefined;
+}
+
+/** A path from a request as it may be shown: no control characters (a terminal would obey them). */
+function printable(path: string): string {
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what is removed
+  return path.replace(/[\u0000-\u001f\u007f-\u009f]/g, '?');
 }
 
 /** Listens on 127.0.0.1 at `port`, or the first free port after it; the port taken. */

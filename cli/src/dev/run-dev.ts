@@ -1,7 +1,7 @@
 /** `svc dev`: checks what it was given, starts the dev-server, says where, and runs until Ctrl-C. */
 import { spawn } from 'node:child_process';
-import { statSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { existsSync, statSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import type { SvcContext } from '../context.ts';
 import { CliError, ExitCode } from '../errors.ts';
 import { cliVersion } from '../version.ts';
@@ -48,6 +48,13 @@ export async function runDevServer(context: SvcContext, options: DevCommandOptio
       `no folder at ${options.dir}: give the folder of the mini-app (the one with manifest.json)`,
     );
   }
+  // A folder with a broken manifest is served (its problems shown until fixed); one with none at
+  // all is most likely not the app's.
+  if (!existsSync(join(dir, 'manifest.json'))) {
+    throw new CliError(
+      `no manifest.json in ${options.dir}: give the folder of the mini-app (to try the example: svc dev examples/hello-car)`,
+    );
+  }
   const { key, replaced } = loadDevSigningKey(context.home);
   if (replaced) log(replaced);
 
@@ -62,12 +69,11 @@ export async function runDevServer(context: SvcContext, options: DevCommandOptio
     log,
   });
   const { manifest, files } = server.folder();
-  const hostPort = Number(new URL(server.hostUrl).port);
   const what = manifest ? `${manifest.id} ${manifest.version}` : 'an app whose manifest has problems';
   const network = [...(manifest?.network ?? []), ...options.allowOrigins];
   stdout.write(
     `Serving ${what} from ${options.dir} (${files.size} file${files.size === 1 ? '' : 's'}, as svc publish would pack them)\n` +
-      (hostPort === options.port ? '' : `  port ${options.port} was taken\n`) +
+      (server.hostPort === options.port ? '' : `  port ${options.port} was taken\n`) +
       `  host page:  ${server.hostUrl}  (open this)\n` +
       `  app origin: ${server.appUrl}  (connects to 'self'${network.length > 0 ? `, ${network.join(', ')}` : ' only'})\n` +
       `  car:        ${deviceId}, locale ${locale}\n` +

@@ -63,6 +63,7 @@ function show(next) {
   ]);
   document.getElementById('issuer').textContent = state.issuer;
   document.getElementById('jwks').textContent = state.jwksUrl;
+  document.getElementById('audience').textContent = state.appId ?? 'your app id';
 }
 
 function replaceItems(list, lines) {
@@ -80,7 +81,11 @@ async function change(name, value) {
   const response = await fetch('/_svc/car', { method: 'POST', body: JSON.stringify({ [name]: value }) });
   const body = await response.json();
   if (error) error.textContent = response.ok ? '' : body.message;
-  if (response.ok) show(body);
+  if (!response.ok) return;
+  show(body);
+  // What was typed, as the car has it now (a locale in its canonical form: de-de → de-DE).
+  const input = document.getElementById(name);
+  if (input.type !== 'checkbox') input.value = String(body.car[name]);
 }
 
 form.addEventListener('submit', (event) => event.preventDefault());
