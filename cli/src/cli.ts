@@ -124,6 +124,29 @@ function positionalMessage(
   return `svc: ${name} takes no argument "${extra}". Run \`${name} --help\` to see what it takes.\n`;
 }
 
+/**
+ * A command line with a folder and a mistyped option, or a word too many (`svc dev app --bogus`,
+ * `svc publish a b`): clipanion then finds no command at all and offers the same usage line twice.
+ * Said as for the mistake alone.
+ */
+function commandNotFoundMessage(cli: Cli<SvcContext>, argv: string[], message: string): string | undefined {
+  if (!/Command not found/.test(message)) return undefined;
+  const words = argv.filter((word) => !word.startsWith('-'));
+  const command = cli
+    .definitions()
+    .map((definition) => ({ definition, path: definition.path.split(' ').slice(1) }))
+    .filter(({ path }) => path.length > 0 && path.every((word, i) => words[i] === word))
+    .sort((a, b) => b.path.length - a.path.length)[0];
+  if (!command) return undefined;
+  const names = command.definition.options.flatMap((o) =>
+    o.definition.split(/[ ,]/).filter((n) => n.startsWith('-')),
+  );
+  const unknown = argv.find((word) => word.startsWith('-') && !names.includes(word.split('=')[0] ?? word));
+  if (unknown) return unknownOptionMessage(cli, argv, `Unsupported option name ("${unknown.split('=')[0]}")`);
+  const name = ['svc', ...command.path].join(' ');
+  return `svc: ${name} did not understand "${argv.slice(command.path.length).join(' ')}": it takes one folder at most. Run \`${name} --help\` to see what it takes.\n`;
+}
+
 /** Within two edits (Levenshtein), or one is the start of the other: `--dryrun` is `--dry-run`. */
 function closeEnough(typed: string, candidate: string): boolean {
   if (candidate.startsWith(typed) || typed.startsWith(candidate)) return true;
@@ -181,6 +204,7 @@ export async function runCli(argv: string[], context: SvcContext): Promise<numbe
     context.stderr.write(
       unknownOptionMessage(cli, argv, failure.message) ??
         positionalMessage(cli, argv, failure, colors) ??
+        commandNotFoundMessage(cli, argv, failure.message) ??
         cli.error(failure, { colored: colors }),
     );
     return ExitCode.usage;

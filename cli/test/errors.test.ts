@@ -358,6 +358,18 @@ describe('svc errors a person understands', () => {
       run.stderr,
       'svc: svc publish has no option --dryrun: did you mean --dry-run? Run `svc publish --help` to see its options.\n',
     );
+    const withFolder = await runSvc(['dev', 'examples/hello-car', '--prot', '5171'], env());
+    assert.equal(withFolder.code, 2);
+    assert.equal(
+      withFolder.stderr,
+      'svc: svc dev has no option --prot: did you mean --port? Run `svc dev --help` to see its options.\n',
+    );
+    const twoFolders = await runSvc(['publish', 'a', 'b'], env());
+    assert.equal(twoFolders.code, 2);
+    assert.match(
+      twoFolders.stderr,
+      /^svc: svc publish did not understand "a b": it takes one folder at most\. Run `svc publish --help`/,
+    );
     const anywhere = await runSvc(['--jsn'], env());
     assert.equal(anywhere.code, 2);
     assert.equal(anywhere.stderr.split('\n').filter(Boolean).length, 1, anywhere.stderr);
