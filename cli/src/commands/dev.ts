@@ -22,7 +22,8 @@ export class DevCommand extends BaseCommand {
   });
 
   port = Option.String('--port', '5170', {
-    description: "The host page's port, the app's the next one up; each the next free one when taken (default 5170)",
+    description:
+      "The host page's port, the app's the next one up; each the next free one when taken (default 5170)",
     // The app takes a port above the host page's: 65535 leaves it none.
     validator: t.cascade(t.isNumber(), [t.isInteger(), t.isInInclusiveRange(1, 65534)]),
   });
