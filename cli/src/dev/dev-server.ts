@@ -247,7 +247,9 @@ export async function startDevServer(options: DevServerOptions): Promise<DevServ
     try {
       bytes = await readFile(appFilePath(dir, file));
     } catch {
-      response.writeHead(404, { 'content-type': 'text/plain; charset=utf-8' }).end(`${printable(file)} is gone\n`);
+      response
+        .writeHead(404, { 'content-type': 'text/plain; charset=utf-8' })
+        .end(`${printable(file)} is gone\n`);
       return;
     }
     response.writeHead(200, {
