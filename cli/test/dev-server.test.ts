@@ -14,6 +14,7 @@ import {
   readFileSync,
   rmSync,
   statSync,
+  symlinkSync,
   writeFileSync,
 } from 'node:fs';
 import { createServer, type Server } from 'node:http';
@@ -22,6 +23,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { verifyIdentityToken } from '@svc/sdk';
 import { afterAll, beforeAll, describe, test } from 'vitest';
+import { freePort } from '../../client/test/support/pages.ts';
 import { devIssuer, devKeyFile, loadDevSigningKey } from '../src/dev/dev-key.ts';
 import { type DevServer, startDevServer } from '../src/dev/dev-server.ts';
 import { svcBinary, userEnv } from './support/svc.ts';
@@ -198,6 +200,52 @@ describe('svc dev, the dev-server', () => {
     assert.equal(identity.expiresAt, expiresAt);
     const lifetime = Date.parse(expiresAt) - Date.now();
     assert.ok(lifetime > 9 * 60_000 && lifetime <= 10 * 60_000, `lives ${lifetime} ms`);
+  });
+
+  test("when hello-car's backend runs against the dev-server as its README says then it greets the car of a dev token", async () => {
+    // The README's backend, run as written: SVC_URL the dev-server, SVC_ISSUER its issuer.
+    const readme = readFileSync(join(helloCar, 'README.md'), 'utf8');
+    const code = /```js\n([\s\S]*?)```/.exec(readme.slice(readme.indexOf('## The backend')))?.[1];
+    assert.ok(code);
+    const devSection = readme.slice(readme.indexOf('## In development, with `svc dev`'));
+    assert.match(devSection, /SVC_ISSUER=urn:svc:dev-server/);
+    const backendDir = scratch('svc-dev-backend-');
+    writeFileSync(join(backendDir, 'server.mjs'), code);
+    symlinkSync(join(import.meta.dirname, '../../node_modules'), join(backendDir, 'node_modules'));
+    const port = await freePort();
+    const backend = spawn(process.execPath, [join(backendDir, 'server.mjs')], {
+      env: {
+        PATH: process.env.PATH,
+        SVC_URL: new URL(server.hostUrl).origin,
+        SVC_ISSUER: devIssuer,
+        PORT: String(port),
+      },
+    });
+    try {
+      const url = `http://127.0.0.1:${port}/greeting?device_id=${encodeURIComponent('brand_b:fleet-7.north')}`;
+      const issued = await post(
+        new URL('/_svc/car', server.hostUrl).href,
+        { deviceId: 'brand_b:fleet-7.north' },
+        hostOrigin(),
+      );
+      assert.equal(issued.status, 200);
+      const { token } = (await (
+        await post(new URL('/_svc/identity-token', server.hostUrl).href, {}, hostOrigin())
+      ).json()) as {
+        token: string;
+      };
+      let answer: Response | undefined;
+      for (let tries = 0; tries < 100 && !answer; tries++) {
+        answer = await fetch(url, { headers: { authorization: `Bearer ${token}` } }).catch(async () => {
+          await new Promise((resolve) => setTimeout(resolve, 50));
+          return undefined;
+        });
+      }
+      assert.equal(answer?.status, 200);
+      assert.deepEqual(await answer?.json(), { greeting: 'Hello, brand_b driver!' });
+    } finally {
+      backend.kill();
+    }
   });
 
   test('when a page of another origin asks for a token or changes the car then it is refused', async () => {
