@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import {
+  chmodSync,
   cpSync,
   mkdirSync,
   mkdtempSync,
@@ -434,6 +435,18 @@ describe('svc dev, the dev key', () => {
     assert.equal(second.key.kid, first.key.kid);
     assert.equal(second.key.userId, first.key.userId);
     assert.deepEqual(second.key.publicJwk, first.key.publicJwk);
+  });
+
+  test('when the key file is readable by others then it is used, with a warning that says how to fix it', () => {
+    const home = scratch('svc-dev-key-');
+    const first = loadDevSigningKey(home);
+    chmodSync(devKeyFile(home), 0o644);
+    const loaded = loadDevSigningKey(home);
+    assert.equal(loaded.key.kid, first.key.kid);
+    assert.equal(
+      loaded.warning,
+      `${devKeyFile(home)} is readable by others (mode 644): run chmod 600 ${devKeyFile(home)}`,
+    );
   });
 
   test('when the key file is damaged then a new key is made and the reason said', () => {

@@ -17,7 +17,7 @@ import {
   randomUUID,
   sign,
 } from 'node:crypto';
-import { chmodSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 
 /** The issuer of every dev-server token: not a URL any service answers on. */
@@ -49,11 +49,20 @@ export function devKeyFile(home: string): string {
  * The machine's dev signing key, made on first use. A file that cannot be read as one is
  * replaced (it signs development tokens only), and `replaced` says why.
  */
-export function loadDevSigningKey(home: string): { key: DevSigningKey; replaced?: string } {
+export function loadDevSigningKey(home: string): { key: DevSigningKey; replaced?: string; warning?: string } {
   const file = devKeyFile(home);
   let replaced: string | undefined;
   try {
-    return { key: fromStored(JSON.parse(readFileSync(file, 'utf8')) as StoredKey) };
+    const key = fromStored(JSON.parse(readFileSync(file, 'utf8')) as StoredKey);
+    // Used all the same (it signs development tokens only), but its owner should know.
+    const mode = statSync(file).mode & 0o777;
+    if (mode & 0o077) {
+      return {
+        key,
+        warning: `${file} is readable by others (mode ${mode.toString(8)}): run chmod 600 ${file}`,
+      };
+    }
+    return { key };
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== 'ENOENT') {
       replaced = `${file} could not be read as a signing key (${(error as Error).message}): made a new one`;

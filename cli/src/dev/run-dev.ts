@@ -55,8 +55,9 @@ export async function runDevServer(context: SvcContext, options: DevCommandOptio
       `no manifest.json in ${options.dir}: give the folder of the mini-app (to try the example: svc dev examples/hello-car)`,
     );
   }
-  const { key, replaced } = loadDevSigningKey(context.home);
+  const { key, replaced, warning } = loadDevSigningKey(context.home);
   if (replaced) log(replaced);
+  if (warning) log(warning);
 
   const server = await startDevServer({
     dir,
@@ -76,6 +77,7 @@ export async function runDevServer(context: SvcContext, options: DevCommandOptio
       (server.hostPort === options.port ? '' : `  port ${options.port} was taken\n`) +
       `  host page:  ${server.hostUrl}  (open this)\n` +
       `  app origin: ${server.appUrl}  (connects to 'self'${network.length > 0 ? `, ${network.join(', ')}` : ' only'})\n` +
+      (server.appPort === server.hostPort + 1 ? '' : `  port ${server.hostPort + 1} was taken too\n`) +
       `  car:        ${deviceId}, locale ${locale}\n` +
       `  tokens:     signed by this machine's dev key; JWKS at ${new URL('/.well-known/jwks.json', server.hostUrl).href}\n` +
       (options.allowOrigins.length > 0
