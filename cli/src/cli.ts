@@ -56,6 +56,21 @@ class SvcCli extends Cli<SvcContext> {
   }
 }
 
+/** The command the words of `argv` name (the longest match), whatever else the line holds. */
+function namedCommand(cli: Cli<SvcContext>, argv: string[]) {
+  const words = argv.filter((word) => !word.startsWith('-'));
+  return cli
+    .definitions()
+    .map((definition) => ({ definition, path: definition.path.split(' ').slice(1) }))
+    .filter(({ path }) => path.length > 0 && path.every((word, i) => words[i] === word))
+    .sort((a, b) => b.path.length - a.path.length)[0];
+}
+
+/** Every name a command's options go by: `--port`, `-h`, … */
+function optionNames(definition: ReturnType<Cli<SvcContext>['definitions']>[number]): string[] {
+  return definition.options.flatMap((o) => o.definition.split(/[ ,]/).filter((n) => n.startsWith('-')));
+}
+
 /**
  * A mistyped option, said as a person would: which command has no such option, the one that was
  * likely meant, and where to read the rest (clipanion lists every command that does not have it).
@@ -63,17 +78,10 @@ class SvcCli extends Cli<SvcContext> {
 function unknownOptionMessage(cli: Cli<SvcContext>, argv: string[], message: string): string | undefined {
   const option = /Unsupported option name \("([^"]+)"\)/.exec(message)?.[1];
   if (!option) return undefined;
-  const words = argv.filter((word) => !word.startsWith('-'));
-  const command = cli
-    .definitions()
-    .map((definition) => ({ definition, path: definition.path.split(' ').slice(1) }))
-    .filter(({ path }) => path.length > 0 && path.every((word, i) => words[i] === word))
-    .sort((a, b) => b.path.length - a.path.length)[0];
+  const command = namedCommand(cli, argv);
   if (!command) return `svc: there is no option ${option}: run \`svc --help\` to see the commands.\n`;
   const name = `svc ${command.path.join(' ')}`;
-  const names = command.definition.options.flatMap((o) =>
-    o.definition.split(/[ ,]/).filter((n) => n.startsWith('-')),
-  );
+  const names = optionNames(command.definition);
   const likely = names.find((candidate) => closeEnough(option, candidate));
   return (
     `svc: ${name} has no option ${option}${likely ? `: did you mean ${likely}?` : '.'} ` +
@@ -131,16 +139,9 @@ function positionalMessage(
  */
 function commandNotFoundMessage(cli: Cli<SvcContext>, argv: string[], message: string): string | undefined {
   if (!/Command not found/.test(message)) return undefined;
-  const words = argv.filter((word) => !word.startsWith('-'));
-  const command = cli
-    .definitions()
-    .map((definition) => ({ definition, path: definition.path.split(' ').slice(1) }))
-    .filter(({ path }) => path.length > 0 && path.every((word, i) => words[i] === word))
-    .sort((a, b) => b.path.length - a.path.length)[0];
+  const command = namedCommand(cli, argv);
   if (!command) return undefined;
-  const names = command.definition.options.flatMap((o) =>
-    o.definition.split(/[ ,]/).filter((n) => n.startsWith('-')),
-  );
+  const names = optionNames(command.definition);
   const unknown = argv.find((word) => word.startsWith('-') && !names.includes(word.split('=')[0] ?? word));
   if (unknown) return unknownOptionMessage(cli, argv, `Unsupported option name ("${unknown.split('=')[0]}")`);
   const name = ['svc', ...command.path].join(' ');
