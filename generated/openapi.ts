@@ -361,8 +361,8 @@ export interface paths {
         };
         /**
          * List versions waiting for review
-         * @description Every mini-app version in `submitted` or `in_review`, oldest first, for an admin to move on
-         *     with `POST /api/v1/mini-apps/versions/{version_id}/transitions`.
+         * @description Every mini-app version in `submitted` or `in_review`, oldest first, and every `published` one,
+         *     for an admin to move on with `POST /api/v1/mini-apps/versions/{version_id}/transitions`.
          */
         get: operations["listReviewQueue"];
         put?: never;
@@ -1624,7 +1624,7 @@ export interface components {
         };
         /**
          * ReviewQueue
-         * @description Versions waiting for review (`submitted` or `in_review`), oldest first.
+         * @description Versions waiting for review (`submitted` or `in_review`), oldest first, and the versions live on cars (`published`), which an admin may remove.
          * @example {
          *       "versions": [
          *         {
@@ -1649,11 +1649,15 @@ export interface components {
          *           "submitted_at": "2026-11-21T10:00:00Z",
          *           "updated_at": "2026-11-21T10:00:00Z"
          *         }
-         *       ]
+         *       ],
+         *       "published": []
          *     }
          */
         ReviewQueue: {
+            /** @description Versions in `submitted` or `in_review`, oldest first. */
             versions: components["schemas"]["MiniAppVersion"][];
+            /** @description Versions now `published` (one an app at most), the oldest submitted first: an admin moves one to `removed`, with a reason, to take it off cars. */
+            published: components["schemas"]["MiniAppVersion"][];
         };
         /**
          * DeviceId
@@ -3229,7 +3233,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Versions in `submitted` or `in_review`, oldest first. */
+            /** @description Versions waiting for review, oldest first, and the versions live on cars. */
             200: {
                 headers: {
                     [name: string]: unknown;

@@ -622,15 +622,19 @@ export function toProvisionedCar(wire: Wire['ProvisionedCar']): ProvisionedCar {
   };
 }
 
-/** Versions waiting for review (`submitted` or `in_review`), oldest first. */
+/** Versions waiting for review (`submitted` or `in_review`), oldest first, and the versions live on cars (`published`), which an admin may remove. */
 export interface ReviewQueue {
+  /** Versions in `submitted` or `in_review`, oldest first. */
   versions: MiniAppVersion[];
+  /** Versions now `published` (one an app at most), the oldest submitted first: an admin moves one to `removed`, with a reason, to take it off cars. */
+  published: MiniAppVersion[];
 }
 
 /** The ReviewQueue model of the service's `ReviewQueue` answer. */
 export function toReviewQueue(wire: Wire['ReviewQueue']): ReviewQueue {
   return {
     versions: wire.versions.map((item) => toMiniAppVersion(item)),
+    published: wire.published.map((item) => toMiniAppVersion(item)),
   };
 }
 

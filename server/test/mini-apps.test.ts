@@ -439,7 +439,7 @@ describe('publishing mini-apps', () => {
     assert.equal((await move(stranger, version.id, 'withdrawn')).status, 404);
   });
 
-  test('when the review queue is read then it lists what waits, oldest first, to admins only', async () => {
+  test('when the review queue is read then it lists what waits, oldest first, and what is live, to admins only', async () => {
     const queue = await call(url, 'GET', '/api/v1/admin/review-queue', { token: admin.token });
     assert.equal(queue.status, 200);
     const times = queue.body.versions.map((v: { submitted_at: string }) => Date.parse(v.submitted_at));
@@ -453,6 +453,13 @@ describe('publishing mini-apps', () => {
       ),
     );
     assert.ok(queue.body.versions.length > 0);
+    // The versions live on cars come with it, for an admin to remove: 2.0.0 superseded 1.0.0.
+    const live = queue.body.published.map((v: { app_id: string; version: string; review_state: string }) =>
+      [v.app_id, v.version, v.review_state].join(' '),
+    );
+    assert.ok(live.includes('com.example.order 2.0.0 published'), live.join(', '));
+    assert.ok(!live.includes('com.example.order 1.0.0 published'));
+    assert.ok(live.every((line: string) => line.endsWith(' published')));
     assert.equal(
       (await call(url, 'GET', '/api/v1/admin/review-queue', { token: developer.token })).status,
       403,

@@ -114,7 +114,8 @@ export interface MiniAppService {
     to: ReviewState,
     reason: string | undefined,
   ): Promise<VersionRow>;
-  reviewQueue(principal: Principal): Promise<VersionRow[]>;
+  /** Versions waiting for review and versions live on cars (which an admin may remove). */
+  reviewQueue(principal: Principal): Promise<{ waiting: VersionRow[]; published: VersionRow[] }>;
 }
 
 export function createMiniAppService(deps: { db: Db; clock: Clock; uploads: UploadService }): MiniAppService {
@@ -248,7 +249,10 @@ export function createMiniAppService(deps: { db: Db; clock: Clock; uploads: Uplo
 
     async reviewQueue(principal) {
       if (!principal.isAdmin) throw new ForbiddenError('admins_only', 'Only admins see the review queue.');
-      return listVersionsInStates(db, ['submitted', 'in_review']);
+      return {
+        waiting: await listVersionsInStates(db, ['submitted', 'in_review']),
+        published: await listVersionsInStates(db, ['published']),
+      };
     },
   };
 }

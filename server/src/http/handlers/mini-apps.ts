@@ -34,9 +34,12 @@ export function miniAppHandlers({ uploads, miniApps, config }: Services) {
       body: toApiVersion(await miniApps.transition(principal, params.version_id, body.to, body.reason)),
     }),
 
-    listReviewQueue: async (_request, { principal }) => ({
-      status: 200,
-      body: { versions: (await miniApps.reviewQueue(principal)).map(toApiVersion) },
-    }),
+    listReviewQueue: async (_request, { principal }) => {
+      const { waiting, published } = await miniApps.reviewQueue(principal);
+      return {
+        status: 200,
+        body: { versions: waiting.map(toApiVersion), published: published.map(toApiVersion) },
+      };
+    },
   } satisfies Partial<Handlers>;
 }
