@@ -12,7 +12,7 @@ export default defineConfig({
   resolve: { conditions: [sourceCondition, ...defaultClientConditions] },
   ssr: { resolve: { conditions: [sourceCondition, ...defaultServerConditions] } },
   test: {
-    include: ['{scripts,client,ssh,manifest,server,cli,simulator}/test/**/*.test.ts'],
+    include: ['{scripts,client,ssh,manifest,server,cli,console,simulator}/test/**/*.test.ts'],
     exclude: ['**/node_modules/**', '**/fixtures/**'],
     // The SDK package and the CLI bundle the end-to-end tests run, built once for all of them.
     globalSetup: ['scripts/test/build-cli.global.ts'],

@@ -2,7 +2,7 @@
  * The app factory: takes config and dependencies, returns `{ app, start, stop }`. Middleware in a
  * fixed order: requests in flight and their pacing → OPTIONS and CORS → old-CLI check → the
  * presigned upload URL's form → per operation: express.json (where it takes JSON), contract
- * validator, handler → docs → problems.
+ * validator, handler → docs, the runtime script, the console → problems.
  */
 
 import { randomBytes } from 'node:crypto';
@@ -20,6 +20,7 @@ import type { Config } from './config.ts';
 import { bearerAuthenticator } from './http/authenticate.ts';
 import { bindHandlers } from './http/bind-handlers.ts';
 import { requireCurrentCli } from './http/cli-version.ts';
+import { consoleRouter } from './http/console.ts';
 import { crossOrigin } from './http/cors.ts';
 import { docsPaths, docsRouter } from './http/docs.ts';
 import { notFound, problemMiddleware } from './http/errors.ts';
@@ -70,6 +71,8 @@ export interface AppDependencies {
   docsDir?: string;
   /** The browser build of the runtime served at /_svc/sdk.js; by default client/dist/runtime.browser.js. */
   sdkScript?: string;
+  /** The built web console served at /console; by default console/dist (`npm run build`). */
+  consoleDir?: string;
   /** Password hashing at another scrypt cost (tests); by default the service's own. */
   passwords?: Passwords;
   /**
@@ -224,6 +227,7 @@ export function createApp(config: Config, deps: AppDependencies = {}) {
   );
   app.use(docsRouter(contract, deps.docsDir, () => audience()));
   app.use(sdkScriptRouter(deps.sdkScript));
+  app.use(consoleRouter(deps.consoleDir));
   app.use(notFound);
   app.use(problemMiddleware({ logger, jsonLimitBytes: config.jsonLimitBytes }));
 

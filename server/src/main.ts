@@ -179,6 +179,7 @@ async function main(): Promise<void> {
     [
       `svc is running`,
       `  API       ${publicUrl}/api/v1`,
+      `  console   ${publicUrl}/console`,
       `  docs      ${publicUrl}/docs`,
       `  contract  ${publicUrl}/openapi.json`,
       `  data      ${config.databaseUrl ? store : config.dataDir} (${store.split(' ')[0]})`,

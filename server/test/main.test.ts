@@ -17,10 +17,14 @@ describe('npm start', () => {
   const dataDir = mkdtempSync(join(tmpdir(), 'svc-data-'));
   afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
 
-  test('when started then it prints where the API, docs, data and metrics are', async () => {
+  test('when started then it prints where the API, console, docs, data and metrics are, and serves the console', async () => {
     const { child, url, banner } = await startProcess(dataDir);
     try {
       assert.match(banner, new RegExp(`docs\\s+${url}/docs`));
+      assert.match(banner, new RegExp(`console\\s+${url}/console`));
+      const page = await call(url, 'GET', '/console');
+      assert.equal(page.status, 200, 'npm test builds the console, as npm start does');
+      assert.match(String(page.body), /<title>svc console<\/title>/);
       assert.match(banner, new RegExp(`data\\s+${dataDir} \\(pglite\\)`));
       assert.equal((await call(url, 'GET', '/readyz')).status, 200);
       const metricsUrl = /metrics\s+(http:\/\/127\.0\.0\.1:\d+\/metrics)/.exec(banner)?.[1];

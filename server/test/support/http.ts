@@ -170,7 +170,8 @@ export async function putPackage(target: string, body: Buffer, headers: Record<s
   const response = await fetch(target, {
     method: 'PUT',
     headers: { 'content-type': 'application/gzip', ...headers },
-    body,
+    // The same bytes, typed as the DOM's fetch takes them too (the browser tests compile with it).
+    body: new Uint8Array(body.buffer as ArrayBuffer, body.byteOffset, body.byteLength),
   });
   const text = await response.text();
   return { status: response.status, body: text ? JSON.parse(text) : undefined };

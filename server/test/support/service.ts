@@ -56,6 +56,8 @@ export async function startTestService(
   options: {
     store?: TestStore;
     docsDir?: string;
+    /** The built web console served at /console; by default console/dist. */
+    consoleDir?: string;
     /** The runtime's browser build served at /_svc/sdk.js; by default the one `npm run build` makes. */
     sdkScript?: string;
     clockRuns?: boolean;
@@ -89,6 +91,7 @@ export async function startTestService(
     clock: clock.clock,
     logger,
     docsDir: options.docsDir,
+    consoleDir: options.consoleDir,
     sdkScript: options.sdkScript,
     passwords: cheapPasswords,
     signingKeyCheckMs: options.signingKeyCheckMs,

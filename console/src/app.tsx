@@ -1,0 +1,142 @@
+/** The console's frame: who is signed in, the pages they may open, and sign-out. */
+import type { components } from '@svc/sdk';
+import { useEffect, useState } from 'preact/hooks';
+import { api, ask } from './api.ts';
+import { MyMiniApps } from './pages/apps.tsx';
+import { SshKeys } from './pages/keys.tsx';
+import { ReviewQueuePage } from './pages/review.tsx';
+import { SignIn } from './pages/sign-in.tsx';
+import { SignUp } from './pages/sign-up.tsx';
+import { Alert } from './parts.tsx';
+import { followLink, navigate, type PagePath, pages, usePage } from './router.ts';
+import { session } from './session.ts';
+
+type Account = components['schemas']['Account'];
+
+const signedOutPages: PagePath[] = [pages.signIn, pages.signUp];
+
+export function App() {
+  const page = usePage();
+  const [account, setAccount] = useState<Account>();
+  const [notice, setNotice] = useState<string>();
+  const [problem, setProblem] = useState<string>();
+  const signedIn = session.token() !== undefined;
+
+  useEffect(
+    () =>
+      session.onEnded((message) => {
+        setAccount(undefined);
+        setNotice(message);
+        navigate(pages.signIn);
+      }),
+    [],
+  );
+
+  // Who is signed in (and whether an admin), once a session exists.
+  useEffect(() => {
+    if (!signedIn || account) return;
+    void ask(api.GET('/api/v1/dev/me')).then((me) => {
+      if (me.ok) setAccount(me.data.account);
+      else if (me.problem.status !== 401) setProblem(me.problem.detail);
+    });
+  }, [signedIn, account]);
+
+  // An unknown path, or a page for the other side of signing in, goes to where the user can start.
+  const wanted = page && signedIn !== signedOutPages.includes(page) ? page : undefined;
+  useEffect(() => {
+    if (!wanted) navigate(signedIn ? pages.keys : pages.signIn, { replace: true });
+  }, [wanted, signedIn]);
+
+  function signedInNow() {
+    setNotice(undefined);
+    setAccount(undefined);
+    navigate(pages.keys);
+  }
+
+  function signOut() {
+    session.signOut();
+    setAccount(undefined);
+    setNotice('You are signed out.');
+    navigate(pages.signIn);
+  }
+
+  const isAdmin = account?.roles.includes('admin') ?? false;
+  return (
+    <>
+      <a class="skip-link" href="#content">
+        Skip to content
+      </a>
+      <header class="top">
+        <p class="brand">svc console</p>
+        {signedIn && (
+          <nav aria-label="Console">
+            <ul>
+              <li>
+                <NavLink to={pages.keys} current={page}>
+                  SSH keys
+                </NavLink>
+              </li>
+              <li>
+                <NavLink to={pages.apps} current={page}>
+                  My mini-apps
+                </NavLink>
+              </li>
+              {isAdmin && (
+                <li>
+                  <NavLink to={pages.review} current={page}>
+                    Review queue
+                  </NavLink>
+                </li>
+              )}
+            </ul>
+          </nav>
+        )}
+        {signedIn && (
+          <div class="who">
+            {account && <span>{account.email}</span>}
+            <button type="button" class="secondary" onClick={signOut}>
+              Sign out
+            </button>
+          </div>
+        )}
+      </header>
+      <div id="content">
+        {problem && <Alert>{problem}</Alert>}
+        {wanted === pages.signIn && <SignIn notice={notice} onSignedIn={signedInNow} />}
+        {wanted === pages.signUp && <SignUp onSignedIn={signedInNow} />}
+        {wanted === pages.keys && <SshKeys />}
+        {wanted === pages.apps && <MyMiniApps />}
+        {wanted === pages.review && account && (isAdmin ? <ReviewQueuePage /> : <NotAnAdmin />)}
+      </div>
+    </>
+  );
+}
+
+function NavLink({
+  to,
+  current,
+  children,
+}: {
+  to: PagePath;
+  current: PagePath | undefined;
+  children: string;
+}) {
+  return (
+    <a
+      href={to}
+      aria-current={to === current ? 'page' : undefined}
+      onClick={(event) => followLink(event, to)}
+    >
+      {children}
+    </a>
+  );
+}
+
+function NotAnAdmin() {
+  return (
+    <main>
+      <h1>Review queue</h1>
+      <p>Only admins review mini-apps. The service's operator names them (see the README, "Admins").</p>
+    </main>
+  );
+}

@@ -1,0 +1,162 @@
+/**
+ * My mini-apps: each app with every version, its review state and reason, the live version and the
+ * last change (what `svc status` shows, and more). Withdraw a version in review, release an
+ * approved one; the service's rules decide, and its refusals are shown as it words them.
+ */
+import type { components, Problem } from '@svc/sdk';
+import { useEffect, useState } from 'preact/hooks';
+import { api, ask } from '../api.ts';
+import { Alert, Notice, PageHeading, When } from '../parts.tsx';
+import { type MiniAppVersion, moveVersion, packageSize, ReviewStateBadge } from '../versions.tsx';
+
+type MiniApp = components['schemas']['MiniApp'];
+
+/** How often the page asks again, so a review's outcome shows without a reload. */
+const refreshMs = 5000;
+
+export function MyMiniApps() {
+  const [apps, setApps] = useState<MiniApp[]>();
+  const [problem, setProblem] = useState<Problem>();
+  const [news, setNews] = useState<string>();
+
+  async function load() {
+    const listed = await ask(api.GET('/api/v1/mini-apps/mine'));
+    if (listed.ok) setApps(listed.data.mini_apps);
+    else setProblem(listed.problem);
+  }
+  useEffect(() => {
+    void load();
+    const timer = setInterval(() => {
+      if (document.visibilityState === 'visible') void load();
+    }, refreshMs);
+    return () => clearInterval(timer);
+  }, []);
+
+  async function move(version: MiniAppVersion, to: 'withdrawn' | 'published') {
+    setNews(undefined);
+    const moved = await moveVersion(version, to);
+    if (!moved.ok) return setProblem(moved.problem);
+    setProblem(undefined);
+    await load();
+    setNews(
+      to === 'published'
+        ? `Released ${version.app_id} ${version.version}: it is live on cars.`
+        : `Withdrew ${version.app_id} ${version.version} from review.`,
+    );
+  }
+
+  return (
+    <main>
+      <PageHeading title="My mini-apps">My mini-apps</PageHeading>
+      {news && <Notice>{news}</Notice>}
+      {problem && <Alert>{problem.detail}</Alert>}
+      {apps?.length === 0 && (
+        <p>
+          No mini-apps yet. Publish one from its folder with <code>svc publish</code>; it shows here as it
+          moves through review.
+        </p>
+      )}
+      {apps?.map((app) => (
+        <AppCard key={app.id} app={app} onMove={move} />
+      ))}
+    </main>
+  );
+}
+
+function AppCard({
+  app,
+  onMove,
+}: {
+  app: MiniApp;
+  onMove: (version: MiniAppVersion, to: 'withdrawn' | 'published') => void;
+}) {
+  const headingId = `app-${app.id}`;
+  return (
+    <section class="card" aria-labelledby={headingId}>
+      <h2 id={headingId}>
+        {app.name} <code class="app-id">{app.id}</code>
+      </h2>
+      <dl>
+        <dt>Live version</dt>
+        <dd>{app.live_version ?? 'none'}</dd>
+        <dt>Last change</dt>
+        <dd>
+          <When at={app.updated_at} />
+        </dd>
+      </dl>
+      {/* A narrow screen scrolls the table sideways: the keyboard must reach the scrolling too. */}
+      {/* biome-ignore lint/a11y/noNoninteractiveTabindex: a scrolling region takes focus so that arrow keys scroll it (WAI-ARIA, axe's scrollable-region-focusable). */}
+      <section class="table-scroll" aria-labelledby={`${headingId}-versions`} tabIndex={0}>
+        <table>
+          <caption id={`${headingId}-versions`}>Versions of {app.name}, newest first</caption>
+          <thead>
+            <tr>
+              <th scope="col">Version</th>
+              <th scope="col">Review state</th>
+              <th scope="col">Reason</th>
+              <th scope="col">Submitted</th>
+              <th scope="col">Last change</th>
+              <th scope="col">Package</th>
+              <th scope="col">Actions</th>
+            </tr>
+          </thead>
+          <tbody>
+            {app.versions.map((version) => (
+              <tr key={version.id}>
+                <th scope="row">{version.version}</th>
+                <td>
+                  <ReviewStateBadge state={version.review_state} />
+                </td>
+                <td class="reason-text">{version.reason ?? '—'}</td>
+                <td>
+                  <When at={version.submitted_at} />
+                </td>
+                <td>
+                  <When at={version.updated_at} />
+                </td>
+                <td>{packageSize(version.package.size)}</td>
+                <td>
+                  <VersionActions version={version} appName={app.name} onMove={onMove} />
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </section>
+    </section>
+  );
+}
+
+function VersionActions({
+  version,
+  appName,
+  onMove,
+}: {
+  version: MiniAppVersion;
+  appName: string;
+  onMove: (version: MiniAppVersion, to: 'withdrawn' | 'published') => void;
+}) {
+  if (version.review_state === 'submitted' || version.review_state === 'in_review') {
+    return (
+      <button type="button" class="secondary" onClick={() => onMove(version, 'withdrawn')}>
+        Withdraw
+        <span class="visually-hidden">
+          {' '}
+          {appName} {version.version}
+        </span>
+      </button>
+    );
+  }
+  if (version.review_state === 'approved') {
+    return (
+      <button type="button" onClick={() => onMove(version, 'published')}>
+        Release
+        <span class="visually-hidden">
+          {' '}
+          {appName} {version.version}
+        </span>
+      </button>
+    );
+  }
+  return null;
+}

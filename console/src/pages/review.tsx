@@ -1,0 +1,128 @@
+/**
+ * The admins' review queue, oldest first: take a version in review, approve it, or reject it with
+ * a reason; below it the versions live on cars, which an admin may remove with a reason.
+ */
+import type { components, Problem } from '@svc/sdk';
+import { useEffect, useState } from 'preact/hooks';
+import { api, ask } from '../api.ts';
+import { Alert, Notice, PageHeading, When } from '../parts.tsx';
+import {
+  type MiniAppVersion,
+  MoveWithReason,
+  moveVersion,
+  packageSize,
+  ReviewStateBadge,
+} from '../versions.tsx';
+
+type ReviewQueue = components['schemas']['ReviewQueue'];
+
+export function ReviewQueuePage() {
+  const [queue, setQueue] = useState<ReviewQueue>();
+  const [problem, setProblem] = useState<Problem>();
+  const [news, setNews] = useState<string>();
+
+  async function load() {
+    const listed = await ask(api.GET('/api/v1/admin/review-queue'));
+    if (listed.ok) setQueue(listed.data);
+    else setProblem(listed.problem);
+  }
+  useEffect(() => {
+    void load();
+  }, []);
+
+  async function moved(version: MiniAppVersion) {
+    setProblem(undefined);
+    await load();
+    setNews(`${version.app_id} ${version.version} is now: ${version.review_state.replace('_', ' ')}.`);
+  }
+  async function move(version: MiniAppVersion, to: 'in_review' | 'approved') {
+    setNews(undefined);
+    const outcome = await moveVersion(version, to);
+    if (!outcome.ok) return setProblem(outcome.problem);
+    await moved(outcome.data);
+  }
+
+  return (
+    <main>
+      <PageHeading title="Review queue">Review queue</PageHeading>
+      {news && <Notice>{news}</Notice>}
+      {problem && <Alert>{problem.detail}</Alert>}
+      {queue && (
+        <>
+          <h2>Waiting for review</h2>
+          {queue.versions.length === 0 ? (
+            <p>Nothing waits for review.</p>
+          ) : (
+            <ol class="cards" aria-label="Versions waiting for review, oldest first">
+              {queue.versions.map((version) => (
+                <li key={version.id} class="card">
+                  <VersionDetails version={version} />
+                  {version.review_state === 'submitted' ? (
+                    <button type="button" onClick={() => move(version, 'in_review')}>
+                      Start review
+                      <span class="visually-hidden">
+                        {' '}
+                        of {version.app_id} {version.version}
+                      </span>
+                    </button>
+                  ) : (
+                    <>
+                      <button type="button" onClick={() => move(version, 'approved')}>
+                        Approve
+                        <span class="visually-hidden">
+                          {' '}
+                          {version.app_id} {version.version}
+                        </span>
+                      </button>
+                      <MoveWithReason version={version} to="rejected" action="Reject" onMoved={moved} />
+                    </>
+                  )}
+                </li>
+              ))}
+            </ol>
+          )}
+          <h2>Live on cars</h2>
+          {queue.published.length === 0 ? (
+            <p>No version is live.</p>
+          ) : (
+            <ul class="cards" aria-label="Versions live on cars">
+              {queue.published.map((version) => (
+                <li key={version.id} class="card">
+                  <VersionDetails version={version} />
+                  <MoveWithReason version={version} to="removed" action="Remove" onMoved={moved} />
+                </li>
+              ))}
+            </ul>
+          )}
+        </>
+      )}
+    </main>
+  );
+}
+
+/** What a reviewer needs to judge a version: which app, which origins it will call, which bytes. */
+function VersionDetails({ version }: { version: MiniAppVersion }) {
+  return (
+    <>
+      <h3>
+        {version.manifest.name} {version.version} <code class="app-id">{version.app_id}</code>
+      </h3>
+      <dl>
+        <dt>Review state</dt>
+        <dd>
+          <ReviewStateBadge state={version.review_state} />
+        </dd>
+        <dt>Submitted</dt>
+        <dd>
+          <When at={version.submitted_at} />
+        </dd>
+        <dt>Network</dt>
+        <dd>{version.manifest.network?.length ? version.manifest.network.join(', ') : 'none'}</dd>
+        <dt>Package</dt>
+        <dd>
+          {packageSize(version.package.size)}, sha256 <code class="digest">{version.package.sha256}</code>
+        </dd>
+      </dl>
+    </>
+  );
+}

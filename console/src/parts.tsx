@@ -1,0 +1,122 @@
+/** The pieces every page is made of: headings that take focus, fields with their errors, messages. */
+import type { ComponentChildren } from 'preact';
+import { useEffect, useId, useRef } from 'preact/hooks';
+import { followLink, type PagePath } from './router.ts';
+
+/**
+ * The page's heading: sets the document's title and takes focus when the page opens, so a screen
+ * reader says where the user is and Tab starts from the top of the new page.
+ */
+export function PageHeading({ children, title }: { children: ComponentChildren; title: string }) {
+  const heading = useRef<HTMLHeadingElement>(null);
+  useEffect(() => {
+    document.title = `${title} · svc console`;
+    heading.current?.focus();
+  }, [title]);
+  return (
+    <h1 ref={heading} tabIndex={-1}>
+      {children}
+    </h1>
+  );
+}
+
+interface FieldProps {
+  label: string;
+  name: string;
+  value: string;
+  onInput: (value: string) => void;
+  error?: string | undefined;
+  hint?: string;
+  type?: 'text' | 'email' | 'password';
+  autoComplete?: string;
+  multiline?: boolean;
+  required?: boolean;
+}
+
+/** A labelled field; its hint and the service's error for it are read with it, the error also announced. */
+export function Field({
+  label,
+  name,
+  value,
+  onInput,
+  error,
+  hint,
+  type = 'text',
+  autoComplete,
+  multiline,
+  required,
+}: FieldProps) {
+  const id = useId();
+  const described = [hint ? `${id}-hint` : '', error ? `${id}-error` : ''].filter(Boolean).join(' ');
+  const common = {
+    id,
+    name,
+    value,
+    required,
+    'aria-invalid': error ? ('true' as const) : undefined,
+    'aria-describedby': described || undefined,
+    onInput: (event: Event) => onInput((event.currentTarget as HTMLInputElement).value),
+  };
+  return (
+    <div class="field">
+      <label for={id}>{label}</label>
+      {hint && (
+        <p class="hint" id={`${id}-hint`}>
+          {hint}
+        </p>
+      )}
+      {multiline ? (
+        <textarea {...common} rows={4} spellcheck={false} autoComplete="off" />
+      ) : // One element a type: Preact's JSX types take `type` only as a literal.
+      type === 'password' ? (
+        <input {...common} type="password" autoComplete={autoComplete} />
+      ) : type === 'email' ? (
+        <input {...common} type="email" autoComplete={autoComplete} spellcheck={false} />
+      ) : (
+        <input {...common} type="text" autoComplete={autoComplete} spellcheck={false} />
+      )}
+      {error && (
+        // An alert: a refusal shown at its field is announced as it appears, and said once.
+        <p class="field-error" id={`${id}-error`} role="alert">
+          {error}
+        </p>
+      )}
+    </div>
+  );
+}
+
+/** A refusal or failure, announced by screen readers as soon as it appears. */
+export function Alert({ children }: { children: ComponentChildren }) {
+  return (
+    <div class="alert" role="alert">
+      {children}
+    </div>
+  );
+}
+
+/** News that is not urgent (a key added, a version moved), announced when the reader is idle. */
+export function Notice({ children }: { children: ComponentChildren }) {
+  return (
+    <div class="notice" role="status">
+      {children}
+    </div>
+  );
+}
+
+export function Link({ to, children }: { to: PagePath; children: ComponentChildren }) {
+  return (
+    <a href={to} onClick={(event) => followLink(event, to)}>
+      {children}
+    </a>
+  );
+}
+
+/** A moment in the reader's own time zone and words, with the exact time for machines. */
+export function When({ at }: { at: string | null }) {
+  if (!at) return <span>never</span>;
+  return (
+    <time dateTime={at}>
+      {new Date(at).toLocaleString(undefined, { dateStyle: 'medium', timeStyle: 'short' })}
+    </time>
+  );
+}

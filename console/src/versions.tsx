@@ -1,0 +1,88 @@
+/** Mini-app versions as both pages show them: review states in words, and moving a version on. */
+import type { components } from '@svc/sdk';
+import { useState } from 'preact/hooks';
+import { api, ask, fieldErrors, type Outcome } from './api.ts';
+import { Field } from './parts.tsx';
+
+export type MiniAppVersion = components['schemas']['MiniAppVersion'];
+export type ReviewState = components['schemas']['ReviewState'];
+
+export const stateNames: Record<ReviewState, string> = {
+  submitted: 'Submitted, waiting for review',
+  in_review: 'In review',
+  approved: 'Approved: ready to release',
+  rejected: 'Rejected',
+  published: 'Live on cars',
+  withdrawn: 'Withdrawn',
+  superseded: 'Superseded by a newer version',
+  removed: 'Removed by an admin',
+};
+
+export function ReviewStateBadge({ state }: { state: ReviewState }) {
+  return <span class={`state state-${state}`}>{stateNames[state]}</span>;
+}
+
+export function moveVersion(
+  version: MiniAppVersion,
+  to: ReviewState,
+  reason?: string,
+): Promise<Outcome<MiniAppVersion>> {
+  return ask(
+    api.POST('/api/v1/mini-apps/versions/{version_id}/transitions', {
+      params: { path: { version_id: version.id } },
+      body: reason === undefined ? { to } : { to, reason },
+    }),
+  );
+}
+
+/** The bytes of a package in the unit a person reads. */
+export function packageSize(bytes: number): string {
+  if (bytes < 1024) return `${bytes} bytes`;
+  if (bytes < 1024 * 1024) return `${(bytes / 1024).toFixed(1)} KiB`;
+  return `${(bytes / 1024 / 1024).toFixed(1)} MiB`;
+}
+
+/**
+ * A move that needs a reason the developer will read (reject, remove): the reason's field and the
+ * button that makes the move, with the service's refusal shown at the field.
+ */
+export function MoveWithReason({
+  version,
+  to,
+  action,
+  onMoved,
+}: {
+  version: MiniAppVersion;
+  to: 'rejected' | 'removed';
+  action: string;
+  onMoved: (moved: MiniAppVersion) => void;
+}) {
+  const [reason, setReason] = useState('');
+  const [error, setError] = useState<string>();
+  const [busy, setBusy] = useState(false);
+  async function submit(event: Event) {
+    event.preventDefault();
+    setBusy(true);
+    const moved = await moveVersion(version, to, reason.trim() === '' ? undefined : reason);
+    setBusy(false);
+    if (!moved.ok) return setError(fieldErrors(moved.problem).reason ?? moved.problem.detail);
+    onMoved(moved.data);
+  }
+  return (
+    <form class="reason" onSubmit={submit} noValidate>
+      <Field
+        label={`Reason to ${action.toLowerCase()} ${version.app_id} ${version.version}`}
+        name="reason"
+        multiline
+        hint="The developer reads it."
+        value={reason}
+        onInput={setReason}
+        error={error}
+        required
+      />
+      <button type="submit" class="danger" disabled={busy}>
+        {action}
+      </button>
+    </form>
+  );
+}

@@ -1,0 +1,426 @@
+/**
+ * The web console in a real browser (Debian's Chromium through playwright-core): a new developer
+ * signs up, adds the first key and signs in with the built `svc`; refused keys; a version moving
+ * through review, seen by its developer while an admin works in a second browser; axe-core on
+ * every page; nothing fetched from outside the machine. Screenshots of each page, at 1280 and
+ * 360 px wide, go to test-output/console/ for a person to look at (not committed).
+ */
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, test } from 'vitest';
+import { makeKey } from '../../cli/test/support/ssh.ts';
+import { svc, userEnv } from '../../cli/test/support/svc.ts';
+import { signUpAdmin, signUpDeveloper } from '../../server/test/support/accounts.ts';
+import { chromiumMissing, launchChromium } from '../../server/test/support/browser.ts';
+import { publishMiniApp } from '../../server/test/support/commands.ts';
+import { startTestService, type TestService } from '../../server/test/support/service.ts';
+
+const missing = chromiumMissing();
+const screenshots = join(import.meta.dirname, '../../test-output/console');
+const axeSource = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+const password = 'correct horse battery staple';
+const adminEmail = 'reviewer@example.com';
+
+/** A browser context as one person's: what it asked for, and what went wrong in its pages. */
+interface Visitor {
+  context: BrowserContext;
+  page: Page;
+  requests: string[];
+  errors: string[];
+}
+
+describe.skipIf(missing !== undefined)(
+  `the web console in Chromium${missing ? ` (skipped: ${missing})` : ''}`,
+  () => {
+    let service: TestService;
+    let browser: Browser;
+    let home: string;
+    const visitors: Visitor[] = [];
+
+    async function visit(width = 1280): Promise<Visitor> {
+      const context = await browser.newContext({ viewport: { width, height: 900 } });
+      const page = await context.newPage();
+      const visitor: Visitor = { context, page, requests: [], errors: [] };
+      context.on('request', (request) => visitor.requests.push(`${request.method()} ${request.url()}`));
+      // A script the CSP blocked, a Trusted Types refusal or an uncaught error all land here.
+      page.on('console', (message) => {
+        if (message.type() === 'error') visitor.errors.push(message.text());
+      });
+      page.on('pageerror', (error) => visitor.errors.push(error.message));
+      visitors.push(visitor);
+      return visitor;
+    }
+
+    /** What axe-core finds serious or critical on the page as it is now, and a screenshot of it. */
+    async function checkPage(page: Page, name: string) {
+      await page.screenshot({
+        path: join(screenshots, `${name}-${page.viewportSize()?.width}.png`),
+        fullPage: true,
+      });
+      await page.evaluate(axeSource);
+      const violations = await page.evaluate(async () => {
+        const axe = (globalThis as unknown as { axe: { run(): Promise<{ violations: AxeViolation[] }> } })
+          .axe;
+        const { violations } = await axe.run();
+        return violations
+          .filter((v) => v.impact === 'serious' || v.impact === 'critical')
+          .map(
+            (v) => `${v.id} (${v.impact}): ${v.help} at ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`,
+          );
+      });
+      assert.deepEqual(violations, [], `axe-core on ${name}`);
+    }
+
+    async function signIn(page: Page, email: string) {
+      await page.goto(`${service.url}/console`);
+      await page.getByLabel('Email').fill(email);
+      await page.getByLabel('Password').fill(password);
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      await page.getByRole('heading', { level: 1, name: 'SSH keys' }).waitFor();
+    }
+
+    beforeAll(async () => {
+      mkdirSync(screenshots, { recursive: true });
+      home = mkdtempSync(join(tmpdir(), 'svc-console-'));
+      // The console the tests' global setup built from this source, where `npm run build` puts it.
+      service = await startTestService({ SVC_ADMIN_EMAILS: adminEmail }, { clockRuns: true });
+      browser = await launchChromium();
+    });
+    afterAll(async () => {
+      await browser?.close();
+      await service?.stop();
+      if (home) rmSync(home, { recursive: true, force: true });
+    });
+
+    test('when a new developer signs up and pastes a key then the built svc login signs in with it', async () => {
+      const { page } = await visit();
+      await page.goto(`${service.url}/console`);
+      await page.getByRole('heading', { level: 1, name: 'Sign in' }).waitFor();
+      assert.equal(await page.title(), 'Sign in · svc console');
+      assert.equal(await page.locator('html').getAttribute('lang'), 'en');
+      await checkPage(page, 'sign-in');
+
+      await page.getByRole('link', { name: 'Create an account' }).click();
+      await page.getByRole('heading', { level: 1, name: 'Create an account' }).waitFor();
+      await page.getByLabel('Name').fill('Ada');
+      await page.getByLabel('Email').fill('ada@example.com');
+      await page.getByLabel('Password').fill('too short');
+      await page.getByRole('button', { name: 'Sign up' }).click();
+      // The service's rule, said next to the field that broke it.
+      const passwordField = page.getByLabel('Password');
+      await page.getByText('Use 12 characters or more.').waitFor();
+      assert.equal(await passwordField.getAttribute('aria-invalid'), 'true');
+      assert.match((await passwordField.getAttribute('aria-describedby')) ?? '', /error/);
+      assert.equal(await page.getByLabel('Email').getAttribute('aria-invalid'), null);
+      await checkPage(page, 'sign-up-refused');
+
+      await passwordField.fill(password);
+      await page.getByRole('button', { name: 'Sign up' }).click();
+      await page.getByRole('heading', { level: 1, name: 'SSH keys' }).waitFor();
+      await page.getByText('No keys yet').waitFor();
+      const token = await page.evaluate(() => sessionStorage.getItem('svc.console.session'));
+      assert.match(token ?? '', /"token":"svc_/);
+      assert.equal(await page.evaluate(() => localStorage.length), 0);
+      assert.equal(await page.evaluate(() => document.cookie), '');
+
+      // Sign out, then in again with the password.
+      await page.getByRole('button', { name: 'Sign out' }).click();
+      await page.getByText('You are signed out.').waitFor();
+      assert.equal(await page.evaluate(() => sessionStorage.getItem('svc.console.session')), null);
+      await page.getByLabel('Email').fill('ada@example.com');
+      await page.getByLabel('Password').fill('not the password at all');
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      await page.getByRole('alert').waitFor();
+      await page.getByLabel('Password').fill(password);
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      await page.getByRole('heading', { level: 1, name: 'SSH keys' }).waitFor();
+      assert.equal(await page.title(), 'SSH keys · svc console');
+      await page.getByText('npx svc login').first().waitFor();
+
+      // The first key, from the real ssh-keygen, pasted as a person pastes it (comment and newline).
+      const sshDir = join(home, '.ssh');
+      mkdirSync(sshDir, { mode: 0o700 });
+      const key = makeKey(sshDir, 'id_ed25519');
+      const fingerprint = execFileSync('ssh-keygen', ['-lf', `${key.path}.pub`], { encoding: 'utf8' }).split(
+        ' ',
+      )[1];
+      await page.getByLabel('Public key').fill(`${readFileSync(`${key.path}.pub`, 'utf8')}`);
+      await page.getByLabel('Title (optional)').fill('ada laptop');
+      await page.getByRole('button', { name: 'Add key' }).click();
+      await page.getByRole('status').getByText(`Added “ada laptop”, ${fingerprint}.`).waitFor();
+      const listed = page.getByRole('list', { name: 'Your SSH keys' }).getByRole('listitem');
+      assert.equal(await listed.count(), 1);
+      assert.match(
+        (await listed.textContent()) ?? '',
+        new RegExp(`ada laptop.*${escapeRegExp(fingerprint ?? '')}.*Last used\\s*never`),
+      );
+      await checkPage(page, 'ssh-keys');
+
+      const env = userEnv(home, { SVC_API_URL: service.url });
+      const login = await svc(['login'], env);
+      assert.equal(login.code, 0, login.stderr);
+      const whoami = await svc(['whoami'], env);
+      assert.equal(whoami.code, 0, whoami.stderr);
+      assert.match(whoami.stdout, /ada@example\.com/);
+      assert.ok(whoami.stdout.includes(fingerprint ?? '?'), whoami.stdout);
+      // The list shows the sign-in the key just made.
+      await page.reload();
+      await page.getByRole('heading', { level: 1, name: 'SSH keys' }).waitFor();
+      assert.doesNotMatch((await listed.textContent()) ?? '', /Last used\s*never/);
+    });
+
+    test('when a private key, an RSA key or garbage is pasted then it is refused in words, and a private key never leaves the page', async () => {
+      const { page, requests } = await visit(360);
+      await signUpDeveloper(service.url, 'grace@example.com');
+      await signIn(page, 'grace@example.com');
+      const dir = mkdtempSync(join(home, 'keys-'));
+      const privateKey = makeKey(dir, 'id_ed25519');
+      const rsa = makeKey(dir, 'id_rsa', { type: 'rsa' });
+      const posted = () =>
+        requests.filter((request) => request === `POST ${service.url}/api/v1/dev/keys`).length;
+
+      const postedBefore = posted();
+      await page.getByLabel('Public key').fill(readFileSync(privateKey.path, 'utf8'));
+      await page.getByRole('button', { name: 'Add key' }).click();
+      await page.getByRole('alert').getByText('This is a private key').waitFor();
+      assert.equal(posted(), postedBefore, 'the private key was sent to the service');
+      assert.equal(await page.getByLabel('Public key').getAttribute('aria-invalid'), 'true');
+      await checkPage(page, 'ssh-keys-refused');
+
+      await page.getByLabel('Public key').fill(rsa.publicLine);
+      await page.getByRole('button', { name: 'Add key' }).click();
+      await page
+        .getByRole('alert')
+        .getByText(/only ssh-ed25519 keys are supported; this key is ssh-rsa/)
+        .waitFor();
+
+      await page.getByLabel('Public key').fill('hello, I am not a key');
+      await page.getByRole('button', { name: 'Add key' }).click();
+      await page
+        .getByRole('alert')
+        .getByText(/This is not an SSH public key/)
+        .waitFor();
+      assert.match(
+        (await page.getByRole('list', { name: 'Your SSH keys' }).count()) === 0 ? 'none' : 'some',
+        /none/,
+      );
+      await page.getByText('No keys yet').waitFor();
+    });
+
+    test('when a key is removed then a confirmation comes first, and Escape keeps the key', async () => {
+      const { page } = await visit();
+      const developer = await signUpDeveloper(service.url, 'linus@example.com');
+      const dir = mkdtempSync(join(home, 'keys-'));
+      await signIn(page, developer.email);
+      for (const name of ['first', 'second']) {
+        await page.getByLabel('Public key').fill(makeKey(dir, name).publicLine);
+        await page.getByRole('button', { name: 'Add key' }).click();
+        await page.getByRole('status').getByText(`Added “${name}”`).waitFor();
+      }
+      const keys = page.getByRole('list', { name: 'Your SSH keys' }).getByRole('listitem');
+      assert.equal(await keys.count(), 2);
+
+      const firstRemove = keys.filter({ hasText: 'first' }).getByRole('button', { name: 'Remove' });
+      await firstRemove.click();
+      const dialog = page.getByRole('dialog', { name: 'Remove “first”?' });
+      await dialog.waitFor();
+      await checkPage(page, 'ssh-keys-remove');
+      await page.keyboard.press('Escape');
+      await dialog.waitFor({ state: 'detached' });
+      assert.equal(await keys.count(), 2);
+      // Focus goes back to the button that asked.
+      assert.equal(await firstRemove.evaluate((button) => button === document.activeElement), true);
+
+      await firstRemove.click();
+      await dialog.getByRole('button', { name: 'Remove key' }).click();
+      await page.getByRole('status').getByText('Removed “first”').waitFor();
+      assert.equal(await keys.count(), 1);
+      assert.match((await keys.textContent()) ?? '', /second/);
+    });
+
+    test('when an admin approves in a second browser then the developer sees the version move, and releases it', async () => {
+      const developer = await signUpDeveloper(service.url, 'margaret@example.com');
+      const admin = await signUpAdmin(service, adminEmail);
+      await publishMiniApp(service.url, developer, admin, 'com.example.console', '1.0.0', 'submitted');
+      await publishMiniApp(service.url, developer, admin, 'com.example.console', '1.1.0', 'submitted');
+
+      const developerView = await visit();
+      await signIn(developerView.page, developer.email);
+      const page = developerView.page;
+      await page.getByRole('link', { name: 'My mini-apps' }).click();
+      await page.getByRole('heading', { level: 1, name: 'My mini-apps' }).waitFor();
+      assert.equal(await page.getByRole('link', { name: 'Review queue' }).count(), 0);
+      const row = (version: string) =>
+        page
+          .getByRole('table', { name: /Versions of/ })
+          .getByRole('row')
+          .filter({ has: page.getByRole('rowheader', { name: version }) });
+      await row('1.0.0').getByText('Submitted, waiting for review').waitFor();
+      await checkPage(page, 'my-mini-apps');
+
+      // The admin, in a browser of their own.
+      const adminView = await visit(360);
+      const reviewer = adminView.page;
+      await signIn(reviewer, adminEmail);
+      await reviewer.getByRole('link', { name: 'Review queue' }).click();
+      await reviewer.getByRole('heading', { level: 1, name: 'Review queue' }).waitFor();
+      const waiting = reviewer
+        .getByRole('list', { name: 'Versions waiting for review, oldest first' })
+        .getByRole('listitem');
+      assert.deepEqual(
+        (await waiting.getByRole('heading', { level: 3 }).allTextContents()).map((text) =>
+          text.split(' ').slice(-2).join(' '),
+        ),
+        ['1.0.0 com.example.console', '1.1.0 com.example.console'],
+      );
+      await checkPage(reviewer, 'review-queue');
+      await reviewer.getByRole('button', { name: 'Start review of com.example.console 1.0.0' }).click();
+      await reviewer.getByRole('button', { name: 'Approve com.example.console 1.0.0' }).click();
+      await reviewer.getByRole('status').getByText('com.example.console 1.0.0 is now: approved.').waitFor();
+
+      // A rejection needs a reason; the service's refusal is shown at the field.
+      await reviewer.getByRole('button', { name: 'Start review of com.example.console 1.1.0' }).click();
+      const reason = reviewer.getByLabel('Reason to reject com.example.console 1.1.0');
+      await reviewer.getByRole('button', { name: 'Reject' }).click();
+      await reviewer
+        .getByRole('alert')
+        .getByText(/needs a reason/)
+        .waitFor();
+      assert.equal(await reason.getAttribute('aria-invalid'), 'true');
+      await checkPage(reviewer, 'review-queue-reject');
+      await reason.fill('It calls an origin its manifest does not declare.');
+      await reviewer.getByRole('button', { name: 'Reject' }).click();
+      await reviewer.getByText('Nothing waits for review.').waitFor();
+
+      // The developer's page follows the review without a reload.
+      await row('1.0.0').getByText('Approved: ready to release').waitFor({ timeout: 20_000 });
+      await row('1.1.0')
+        .getByText('It calls an origin its manifest does not declare.')
+        .waitFor({ timeout: 20_000 });
+      await row('1.0.0').getByRole('button', { name: 'Release Hello Car 1.0.0' }).click();
+      await page.getByRole('status').getByText('Released com.example.console 1.0.0').waitFor();
+      await row('1.0.0').getByText('Live on cars').waitFor();
+      assert.match(
+        (await page.getByRole('region', { name: /com\.example\.console/ }).textContent()) ?? '',
+        /Live version1\.0\.0/,
+      );
+
+      // The admin removes it from cars, with a reason the developer reads.
+      await reviewer.reload();
+      const live = reviewer
+        .getByRole('list', { name: 'Versions live on cars' })
+        .getByRole('listitem')
+        .filter({ hasText: 'com.example.console' });
+      await live
+        .getByLabel('Reason to remove com.example.console 1.0.0')
+        .fill('Reported unsafe while driving.');
+      await live.getByRole('button', { name: 'Remove' }).click();
+      await reviewer.getByRole('status').getByText('com.example.console 1.0.0 is now: removed.').waitFor();
+      await row('1.0.0').getByText('Reported unsafe while driving.').waitFor({ timeout: 20_000 });
+    });
+
+    test('when a version waits for review then its developer can withdraw it, and cannot release it', async () => {
+      const developer = await signUpDeveloper(service.url, 'barbara@example.com');
+      // Submitted only: no admin takes part.
+      await publishMiniApp(service.url, developer, developer, 'com.example.withdrawn', '2.0.0', 'submitted');
+      const { page } = await visit(360);
+      await signIn(page, developer.email);
+      await page.getByRole('link', { name: 'My mini-apps' }).click();
+      const table = page.getByRole('table', { name: /Versions of/ });
+      await table.getByText('Submitted, waiting for review').waitFor();
+      assert.equal(await table.getByRole('button', { name: /Release/ }).count(), 0);
+      await table.getByRole('button', { name: /Withdraw .* 2\.0\.0/ }).click();
+      await page.getByRole('status').getByText('Withdrew com.example.withdrawn 2.0.0 from review.').waitFor();
+      await table.getByText('Withdrawn').waitFor();
+      assert.equal(await table.getByRole('button').count(), 0);
+      await checkPage(page, 'my-mini-apps-withdrawn');
+    });
+
+    test('when the service refuses the token then the console forgets it and asks for a sign-in, saying why', async () => {
+      const { page } = await visit();
+      await signUpDeveloper(service.url, 'ken@example.com');
+      await signIn(page, 'ken@example.com');
+      // A token the service no longer knows, as after a restart with a wiped store.
+      await page.evaluate(() => {
+        const stored = JSON.parse(sessionStorage.getItem('svc.console.session') ?? '{}');
+        sessionStorage.setItem(
+          'svc.console.session',
+          JSON.stringify({ ...stored, token: 'svc_revokedrevokedrevokedrevoked' }),
+        );
+      });
+      await page.getByRole('link', { name: 'My mini-apps' }).click();
+      await page.getByRole('heading', { level: 1, name: 'Sign in' }).waitFor();
+      await page.getByRole('status').getByText('Your session has ended: sign in again.').waitFor();
+      assert.equal(await page.evaluate(() => sessionStorage.getItem('svc.console.session')), null);
+      // Signed-in pages are not shown to a visitor without a session.
+      await page.goto(`${service.url}/console/keys`);
+      await page.getByRole('heading', { level: 1, name: 'Sign in' }).waitFor();
+    });
+
+    test('when a person uses only the keyboard then every control is reached in order, with a visible focus', async () => {
+      const { page } = await visit();
+      await page.goto(`${service.url}/console/sign-in`);
+      await page.getByRole('heading', { level: 1, name: 'Sign in' }).waitFor();
+      // Opening a page puts the focus on its heading, so the first Tab goes to its first field.
+      assert.equal(await page.evaluate(() => document.activeElement?.tagName), 'H1');
+      const focused = () =>
+        page.evaluate(() => {
+          const element = document.activeElement as HTMLElement;
+          const style = getComputedStyle(element);
+          const label = element.id
+            ? document.querySelector(`label[for="${element.id}"]`)?.textContent
+            : undefined;
+          // A focus anyone can see: an outline drawn around it.
+          const visible = style.outlineStyle !== 'none' && Number.parseFloat(style.outlineWidth) >= 2;
+          return `${label ?? element.textContent?.trim()}${visible ? '' : ' (no visible focus)'}`;
+        });
+      const reached: string[] = [];
+      for (let i = 0; i < 4; i++) {
+        await page.keyboard.press('Tab');
+        reached.push(await focused());
+      }
+      assert.deepEqual(reached, ['Email', 'Password', 'Sign in', 'Create an account']);
+      await page.getByLabel('Email').focus();
+      await page.keyboard.press('Shift+Tab');
+      assert.equal(await focused(), 'Skip to content');
+      // Enter in the form signs in.
+      await signUpDeveloper(service.url, 'keyboard@example.com');
+      await page.getByLabel('Email').focus();
+      await page.keyboard.type('keyboard@example.com');
+      await page.keyboard.press('Tab');
+      await page.keyboard.type(password);
+      await page.keyboard.press('Enter');
+      await page.getByRole('heading', { level: 1, name: 'SSH keys' }).waitFor();
+    });
+
+    test('when the pages were used then nothing was fetched from outside this machine, and no page logged an error', () => {
+      const origin = new URL(service.url).origin;
+      const requests = visitors.flatMap((visitor) => visitor.requests);
+      assert.ok(requests.length > 20);
+      assert.deepEqual(
+        requests.filter((request) => new URL(request.split(' ')[1] ?? '').origin !== origin),
+        [],
+      );
+      assert.deepEqual(
+        visitors.flatMap((visitor) => visitor.errors).filter((error) => !/status of 4\d\d/.test(error)),
+        [],
+      );
+    });
+  },
+);
+
+interface AxeViolation {
+  id: string;
+  impact: string | null;
+  help: string;
+  nodes: { target: string[] }[];
+}
+
+function escapeRegExp(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+}
