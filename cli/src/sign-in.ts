@@ -72,7 +72,7 @@ export async function signIn(session: Session, options: LoginOptions, context: S
     if (error instanceof AuthenticationNeeded) {
       throw new AuthenticationNeeded(
         `the service at ${apiUrl} did not accept the key ${keyFingerprint} (${keyPath}). Is it registered? ` +
-          `${registerHint(keyPath)}, or run \`svc keys add ${keyPath}.pub\` where you are signed in.`,
+          `If not, ${registerHint(keyPath, apiUrl)}, or run \`svc keys add ${keyPath}.pub\` where you are signed in.`,
       );
     }
     throw error;

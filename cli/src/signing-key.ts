@@ -16,9 +16,13 @@ export interface LoginOptions {
   passphrase: string | undefined;
 }
 
-/** How a first key gets registered while there is no web console: the account API (README: "Your first key"). */
-export function registerHint(keyPath: string): string {
-  return `register ${keyPath}.pub through the account API (see the README, "Your first key")`;
+/**
+ * Where a first key gets registered: the service's web console (SSH keys), since `svc` cannot sign
+ * in before a key exists. `apiUrl`, when known, makes it a link to that page.
+ */
+export function registerHint(keyPath: string, apiUrl?: string): string {
+  const page = apiUrl ? `${apiUrl}/console/keys` : '/console/keys on the service';
+  return `add ${keyPath}.pub in the service's web console (${page}: paste the .pub file)`;
 }
 
 export function defaultKeyPath(home: string): string {

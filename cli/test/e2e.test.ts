@@ -101,7 +101,11 @@ describe('svc end to end', () => {
     assert.doesNotMatch(remove.stderr, /last key/, 'another key is left');
     const refused = await svc(['login', '--key', first.path], env);
     assert.equal(refused.code, 4);
-    assert.match(refused.stderr, /did not accept the key SHA256:.*Is it registered\?/);
+    assert.match(
+      refused.stderr,
+      /did not accept the key SHA256:.*Is it registered\? If not, add .*id_ed25519.pub in the service's web console/,
+    );
+    assert.ok(refused.stderr.includes(`${service.url}/console/keys`), refused.stderr);
     const whoami = await svc(['whoami'], env);
     assert.equal(whoami.code, 0, whoami.stderr);
   });

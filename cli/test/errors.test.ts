@@ -337,7 +337,7 @@ describe('svc errors a person understands', () => {
     assert.equal(run.code, 0, run.stderr);
     assert.match(
       run.stderr,
-      /That was your last key\. To sign in again, register a new public key .* then run `svc login`/,
+      /That was your last key\. To sign in again, add a public key in the service's web console \(http:\/\/127\.0\.0\.1:\d+\/console\/keys\), then run `svc login`/,
     );
     assert.ok(paths.includes(`DELETE /api/v1/dev/keys/${id}`));
   });

@@ -75,7 +75,10 @@ describe('removing the last key on a terminal', () => {
   test('when the answer is no then the key stays, and svc said how one gets back in', async () => {
     const { code, screen } = await onTerminal(['keys', 'remove', id], env(), 'n', 'Remove it?');
     assert.equal(code, 1, screen);
-    assert.match(screen, /is your last key\. To sign in again, register a new public key/);
+    assert.match(
+      screen,
+      /is your last key\. To sign in again, add a public key in the service's web console \(http:\/\/127\.0\.0\.1:\d+\/console\/keys\)/,
+    );
     assert.match(screen, /Nothing removed/);
     assert.ok(!requests.some((r) => r.startsWith('DELETE')));
   });

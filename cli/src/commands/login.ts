@@ -9,7 +9,7 @@ export class LoginCommand extends ServiceCommand {
     details: `
       Signs a one-time challenge from the service with your SSH key (through ssh-agent when it holds the key) and keeps the short-lived access token it returns. No browser, no password. Each login mints a fresh token.
 
-      The first key is registered through the account API (the README's "Your first key"); later keys can be managed with \`svc keys\`. In CI, give the runner its own key and run \`svc login --key <path>\`, or set \`SVC_TOKEN\`.
+      The first key is added in the service's web console (\`/console\`, SSH keys: paste the \`.pub\` file); later keys can be managed with \`svc keys\`. In CI, give the runner its own key and run \`svc login --key <path>\`, or set \`SVC_TOKEN\`.
     `,
     examples: [
       ['Sign in with ~/.ssh/id_ed25519', 'svc login'],

@@ -9,7 +9,7 @@ export class KeysCommand extends BaseCommand {
     category: 'SSH keys',
     description: 'list the commands that manage your SSH keys',
     details: `
-      \`svc keys list\` lists the keys registered to your account, \`svc keys add <path-to-pub>\` registers another public key, and \`svc keys remove <id>\` removes one so that it can no longer sign in. Your first key is registered through the account API (the README's "Your first key").
+      \`svc keys list\` lists the keys registered to your account, \`svc keys add <path-to-pub>\` registers another public key, and \`svc keys remove <id>\` removes one so that it can no longer sign in. Your first key is added in the service's web console (\`/console\`, SSH keys).
     `,
     examples: [['The keys commands', 'svc keys']],
   });

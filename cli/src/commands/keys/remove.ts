@@ -6,8 +6,9 @@ import { CliError, ExitCode } from '../../errors.ts';
 /** The service names keys by UUID v4, as `svc keys list` shows them. */
 const isKeyId = t.isUUID4();
 
-const howToGetBackIn =
-  'To sign in again, register a new public key through the account API (the README\'s "Your first key"), then run `svc login`.';
+/** A last key gone, the way back in is the web console of that same service. */
+const howToGetBackIn = (apiUrl: string) =>
+  `To sign in again, add a public key in the service's web console (${apiUrl}/console/keys), then run \`svc login\`.`;
 
 export class KeysRemoveCommand extends ServiceCommand {
   static override paths = [['keys', 'remove']];
@@ -45,7 +46,7 @@ export class KeysRemoveCommand extends ServiceCommand {
     // Asked before the removal: removing the key this session came from ends the session too.
     const { keys } = await expectOk(session, session.client.GET('/api/v1/dev/keys'));
     const last = keys.length === 1 && keys[0]?.id === this.id;
-    if (last && !this.yes && !(await this.confirmLastKey())) {
+    if (last && !this.yes && !(await this.confirmLastKey(session.apiUrl))) {
       this.context.stderr.write('Nothing removed.\n');
       return ExitCode.failure;
     }
@@ -56,21 +57,21 @@ export class KeysRemoveCommand extends ServiceCommand {
     this.context.stdout.write(
       `Removed key ${this.id}: it can no longer sign in, and its sessions have ended.\n`,
     );
-    if (last) this.context.stderr.write(`  That was your last key. ${howToGetBackIn}\n`);
+    if (last) this.context.stderr.write(`  That was your last key. ${howToGetBackIn(session.apiUrl)}\n`);
     return 0;
   }
 
   /** Without a key no `svc login` works, and `svc keys add` needs a session: ask first. */
-  private async confirmLastKey(): Promise<boolean> {
+  private async confirmLastKey(apiUrl: string): Promise<boolean> {
     const { canPrompt, confirm } = await import('../../prompt.ts');
     const { stdin, stderr } = this.context;
     if (!canPrompt(stdin)) {
       throw new CliError(
-        `${this.id} is your last key: without it \`svc login\` cannot work until you register a new key through the account API (README, "Your first key"). Run again with --yes to remove it anyway.`,
+        `${this.id} is your last key: without it \`svc login\` cannot work until you add a new key in the service's web console (${apiUrl}/console/keys). Run again with --yes to remove it anyway.`,
         ExitCode.usage,
       );
     }
-    stderr.write(`${this.id} is your last key. ${howToGetBackIn}\n`);
+    stderr.write(`${this.id} is your last key. ${howToGetBackIn(apiUrl)}\n`);
     return confirm('Remove it?', stdin, stderr);
   }
 }
