@@ -88,7 +88,7 @@ export class UnavailableError extends DomainError {
 
 /** The one "sign in again" of the service: it never says which part of a credential was wrong. */
 export function unauthorized(
-  detail = 'Your session has expired or is not valid: sign in again (`svc login`, or POST /api/v1/account/sessions).',
+  detail = 'Your session has expired or is not valid: sign in again (`svc login`, the web console at /console, or POST /api/v1/account/sessions).',
 ): UnauthorizedError {
   return new UnauthorizedError('unauthorized', detail);
 }

@@ -110,7 +110,7 @@ describe('a domain error as the client gets it', () => {
     assert.equal(body.code, 'unauthorized');
     assert.equal(
       body.detail,
-      'Your session has expired or is not valid: sign in again (`svc login`, or POST /api/v1/account/sessions).',
+      'Your session has expired or is not valid: sign in again (`svc login`, the web console at /console, or POST /api/v1/account/sessions).',
     );
   });
 

@@ -17,7 +17,7 @@ export function bearerAuthenticator(tokens: TokenService) {
     const match = /^Bearer\s+(\S+)\s*$/i.exec(req.get('authorization') ?? '');
     if (!match?.[1])
       throw unauthorized(
-        'Sign in first: `svc login` (or set SVC_TOKEN), or a password session (POST /api/v1/account/sessions).',
+        'Sign in first: `svc login` (or set SVC_TOKEN), the web console at /console, or a password session (POST /api/v1/account/sessions).',
       );
     const principal = await tokens.authenticate(match[1]);
     if (!principal) {
