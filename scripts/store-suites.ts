@@ -1,0 +1,46 @@
+/**
+ * Lists the test files that open a store: those whose imports reach server/test/support/store.ts
+ * (startTestService, openTestStore). CI runs only these again on Postgres; the others never read
+ * DATABASE_URL, and a second run of them would only spend CI's thirty minutes.
+ */
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { dirname, join, relative, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { repoRoot } from './repo-root.ts';
+
+const storeSupport = join(repoRoot, 'server/test/support/store.ts');
+const workspaces = ['scripts', 'client', 'ssh', 'manifest', 'server', 'cli', 'console', 'simulator'];
+
+/** The repository's own TypeScript files a file imports (relative specifiers only). */
+function localImports(file: string): string[] {
+  const source = readFileSync(file, 'utf8');
+  const specifiers = [...source.matchAll(/\bfrom\s+'(\.{1,2}\/[^']+\.ts)'/g)].map(
+    ([, specifier]) => specifier ?? '',
+  );
+  return specifiers.map((specifier) => resolve(dirname(file), specifier)).filter((path) => existsSync(path));
+}
+
+function reachesStore(file: string, seen = new Set<string>()): boolean {
+  if (file === storeSupport) return true;
+  if (seen.has(file)) return false;
+  seen.add(file);
+  return localImports(file).some((imported) => reachesStore(imported, seen));
+}
+
+export function storeSuites(): string[] {
+  return workspaces
+    .flatMap((workspace) => {
+      const dir = join(repoRoot, workspace, 'test');
+      if (!existsSync(dir)) return [];
+      return readdirSync(dir, { recursive: true, encoding: 'utf8' })
+        .filter((name) => name.endsWith('.test.ts') && !name.includes('fixtures'))
+        .map((name) => join(dir, name));
+    })
+    .filter((file) => reachesStore(file))
+    .map((file) => relative(repoRoot, file))
+    .sort();
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  process.stdout.write(`${storeSuites().join('\n')}\n`);
+}
