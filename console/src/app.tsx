@@ -7,19 +7,28 @@ import { SshKeys } from './pages/keys.tsx';
 import { ReviewQueuePage } from './pages/review.tsx';
 import { SignIn } from './pages/sign-in.tsx';
 import { SignUp } from './pages/sign-up.tsx';
-import { Alert } from './parts.tsx';
-import { followLink, navigate, type PagePath, pages, usePage } from './router.ts';
+import { Alert, Link, PageHeading } from './parts.tsx';
+import { currentPage, followLink, navigate, type PagePath, pages, usePage } from './router.ts';
 import { session } from './session.ts';
 
 type Account = components['schemas']['Account'];
 
 const signedOutPages: PagePath[] = [pages.signIn, pages.signUp];
 
+/** What a signed-in page is called, for "sign in to open …". */
+const pageNames: Partial<Record<PagePath, string>> = {
+  [pages.keys]: 'SSH keys',
+  [pages.apps]: 'My mini-apps',
+  [pages.review]: 'the review queue',
+};
+
 export function App() {
   const page = usePage();
   const [account, setAccount] = useState<Account>();
   const [notice, setNotice] = useState<string>();
   const [problem, setProblem] = useState<string>();
+  /** The page a signed-out visitor asked for, opened once they have signed in. */
+  const [returnTo, setReturnTo] = useState<PagePath>();
   const signedIn = session.token() !== undefined;
 
   useEffect(
@@ -27,6 +36,7 @@ export function App() {
       session.onEnded((message) => {
         setAccount(undefined);
         setNotice(message);
+        setReturnTo(currentPage());
         navigate(pages.signIn);
       }),
     [],
@@ -41,16 +51,23 @@ export function App() {
     });
   }, [signedIn, account]);
 
-  // An unknown path, or a page for the other side of signing in, goes to where the user can start.
-  const wanted = page && signedIn !== signedOutPages.includes(page) ? page : undefined;
+  // /console, or a page for the other side of signing in, goes to where the user can start; a
+  // signed-in page asked for while signed out opens after the sign-in.
+  const wanted = page && page !== pages.home && signedIn !== signedOutPages.includes(page) ? page : undefined;
   useEffect(() => {
-    if (!wanted) navigate(signedIn ? pages.keys : pages.signIn, { replace: true });
-  }, [wanted, signedIn]);
+    if (wanted || !page) return;
+    if (!signedIn && pageNames[page]) {
+      setReturnTo(page);
+      setNotice(`Sign in to open ${pageNames[page]}.`);
+    }
+    navigate(signedIn ? pages.keys : pages.signIn, { replace: true });
+  }, [page, wanted, signedIn]);
 
   function signedInNow() {
     setNotice(undefined);
     setAccount(undefined);
-    navigate(pages.keys);
+    setReturnTo(undefined);
+    navigate(returnTo ?? pages.keys);
   }
 
   function signOut() {
@@ -107,6 +124,7 @@ export function App() {
         {wanted === pages.keys && <SshKeys />}
         {wanted === pages.apps && <MyMiniApps />}
         {wanted === pages.review && account && (isAdmin ? <ReviewQueuePage /> : <NotAnAdmin />)}
+        {page === undefined && <PageNotFound signedIn={signedIn} />}
       </div>
     </>
   );
@@ -129,6 +147,23 @@ function NavLink({
     >
       {children}
     </a>
+  );
+}
+
+function PageNotFound({ signedIn }: { signedIn: boolean }) {
+  return (
+    <main>
+      <PageHeading title="Page not found">Page not found</PageHeading>
+      <p>
+        The console has no page at <code>{location.pathname}</code>.{' '}
+        {signedIn ? (
+          <Link to={pages.keys}>Go to SSH keys</Link>
+        ) : (
+          <Link to={pages.signIn}>Go to sign in</Link>
+        )}
+        .
+      </p>
+    </main>
   );
 }
 

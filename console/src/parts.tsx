@@ -87,8 +87,10 @@ export function Field({
 
 /** A refusal or failure, announced by screen readers as soon as it appears. */
 export function Alert({ children }: { children: ComponentChildren }) {
+  const alert = useRef<HTMLDivElement>(null);
+  useTakeLostFocus(alert, children);
   return (
-    <div class="alert" role="alert">
+    <div ref={alert} class="alert" role="alert" tabIndex={-1}>
       {children}
     </div>
   );
@@ -96,11 +98,40 @@ export function Alert({ children }: { children: ComponentChildren }) {
 
 /** News that is not urgent (a key added, a version moved), announced when the reader is idle. */
 export function Notice({ children }: { children: ComponentChildren }) {
+  const notice = useRef<HTMLDivElement>(null);
+  useTakeLostFocus(notice, children);
   return (
-    <div class="notice" role="status">
+    <div ref={notice} class="notice" role="status" tabIndex={-1}>
       {children}
     </div>
   );
+}
+
+/**
+ * A message that appears after an action takes the focus when the action's own button went away
+ * (a version moved on, a key removed): otherwise focus falls to the page and the next Tab starts
+ * over from the top.
+ */
+function useTakeLostFocus(element: { current: HTMLElement | null }, message: ComponentChildren) {
+  useEffect(() => {
+    if (document.activeElement === document.body || document.activeElement === null) element.current?.focus();
+  }, [element, message]);
+}
+
+/**
+ * After a refusal, the first field it names takes the focus (or, when it names none, the
+ * message), so a keyboard or screen-reader user lands where the fix is. Returns the form's ref.
+ */
+export function useFocusOnRefusal(refusal: unknown) {
+  const form = useRef<HTMLFormElement>(null);
+  useEffect(() => {
+    if (!refusal) return;
+    const target =
+      form.current?.querySelector<HTMLElement>('[aria-invalid="true"]') ??
+      form.current?.querySelector<HTMLElement>('[role="alert"]');
+    target?.focus();
+  }, [refusal]);
+  return form;
 }
 
 export function Link({ to, children }: { to: PagePath; children: ComponentChildren }) {

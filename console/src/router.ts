@@ -2,6 +2,7 @@
 import { useEffect, useState } from 'preact/hooks';
 
 export const pages = {
+  home: '/console',
   signIn: '/console/sign-in',
   signUp: '/console/sign-up',
   keys: '/console/keys',
@@ -21,7 +22,7 @@ export function navigate(path: PagePath, options: { replace?: boolean } = {}): v
 }
 
 /** The page's path, or undefined for one the console does not have. */
-function currentPage(): PagePath | undefined {
+export function currentPage(): PagePath | undefined {
   const path = location.pathname.replace(/\/+$/, '');
   return (Object.values(pages) as string[]).includes(path) ? (path as PagePath) : undefined;
 }

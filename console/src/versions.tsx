@@ -2,7 +2,7 @@
 import type { components } from '@svc/sdk';
 import { useState } from 'preact/hooks';
 import { api, ask, fieldErrors, type Outcome } from './api.ts';
-import { Field } from './parts.tsx';
+import { Field, useFocusOnRefusal } from './parts.tsx';
 
 export type MiniAppVersion = components['schemas']['MiniAppVersion'];
 export type ReviewState = components['schemas']['ReviewState'];
@@ -60,8 +60,10 @@ export function MoveWithReason({
   const [reason, setReason] = useState('');
   const [error, setError] = useState<string>();
   const [busy, setBusy] = useState(false);
+  const form = useFocusOnRefusal(error);
   async function submit(event: Event) {
     event.preventDefault();
+    if (busy) return;
     setBusy(true);
     const moved = await moveVersion(version, to, reason.trim() === '' ? undefined : reason);
     setBusy(false);
@@ -69,7 +71,7 @@ export function MoveWithReason({
     onMoved(moved.data);
   }
   return (
-    <form class="reason" onSubmit={submit} noValidate>
+    <form ref={form} class="reason" onSubmit={submit} noValidate>
       <Field
         label={`Reason to ${action.toLowerCase()} ${version.app_id} ${version.version}`}
         name="reason"
@@ -80,8 +82,12 @@ export function MoveWithReason({
         error={error}
         required
       />
-      <button type="submit" class="danger" disabled={busy}>
+      <button type="submit" class="danger" aria-disabled={busy}>
         {action}
+        <span class="visually-hidden">
+          {' '}
+          {version.app_id} {version.version}
+        </span>
       </button>
     </form>
   );

@@ -15,9 +15,10 @@ import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, test } from 'vitest';
 import { makeKey } from '../../cli/test/support/ssh.ts';
 import { svc, userEnv } from '../../cli/test/support/svc.ts';
-import { signUpAdmin, signUpDeveloper } from '../../server/test/support/accounts.ts';
+import { type Developer, signUpAdmin, signUpDeveloper } from '../../server/test/support/accounts.ts';
 import { chromiumMissing, launchChromium } from '../../server/test/support/browser.ts';
 import { publishMiniApp } from '../../server/test/support/commands.ts';
+import { call } from '../../server/test/support/http.ts';
 import { startTestService, type TestService } from '../../server/test/support/service.ts';
 
 const missing = chromiumMissing();
@@ -40,6 +41,8 @@ describe.skipIf(missing !== undefined)(
     let service: TestService;
     let browser: Browser;
     let home: string;
+    /** The admin, signed up with the code the service printed, for the moves a test needs made. */
+    let admin: Developer;
     const visitors: Visitor[] = [];
 
     async function visit(width = 1280): Promise<Visitor> {
@@ -62,6 +65,13 @@ describe.skipIf(missing !== undefined)(
         path: join(screenshots, `${name}-${page.viewportSize()?.width}.png`),
         fullPage: true,
       });
+      // Readable at its width: nothing makes the page itself scroll sideways (a wide table scrolls
+      // in its own region).
+      const width = page.viewportSize()?.width ?? 0;
+      assert.ok(
+        (await page.evaluate(() => document.documentElement.scrollWidth)) <= width,
+        `${name} is wider than ${width} px`,
+      );
       await page.evaluate(axeSource);
       const violations = await page.evaluate(async () => {
         const axe = (globalThis as unknown as { axe: { run(): Promise<{ violations: AxeViolation[] }> } })
@@ -90,6 +100,7 @@ describe.skipIf(missing !== undefined)(
       // The console the tests' global setup built from this source, where `npm run build` puts it.
       service = await startTestService({ SVC_ADMIN_EMAILS: adminEmail }, { clockRuns: true });
       browser = await launchChromium();
+      admin = await signUpAdmin(service, adminEmail);
     });
     afterAll(async () => {
       await browser?.close();
@@ -196,15 +207,28 @@ describe.skipIf(missing !== undefined)(
       await page.getByRole('button', { name: 'Add key' }).click();
       await page
         .getByRole('alert')
-        .getByText(/only ssh-ed25519 keys are supported; this key is ssh-rsa/)
+        .getByText(/Only ssh-ed25519 keys are supported; this key is ssh-rsa/)
         .waitFor();
+      // The focus lands on the field to fix, not on the page.
+      assert.equal(
+        await page.getByLabel('Public key').evaluate((field) => field === document.activeElement),
+        true,
+      );
 
       await page.getByLabel('Public key').fill('hello, I am not a key');
       await page.getByRole('button', { name: 'Add key' }).click();
       await page
         .getByRole('alert')
-        .getByText(/This is not an SSH public key/)
+        .getByText(/This does not read as an SSH public key .* it starts with ssh-ed25519/)
         .waitFor();
+
+      // A title the service finds too long is refused at the title, in a person's words.
+      await page.getByLabel('Public key').fill(makeKey(dir, 'titled').publicLine);
+      await page.getByLabel('Title (optional)').fill('t'.repeat(150));
+      await page.getByRole('button', { name: 'Add key' }).click();
+      await page.getByText('Use 100 characters or fewer.').waitFor();
+      assert.equal(await page.getByLabel('Title (optional)').getAttribute('aria-invalid'), 'true');
+      assert.equal(await page.getByLabel('Public key').getAttribute('aria-invalid'), null);
       assert.match(
         (await page.getByRole('list', { name: 'Your SSH keys' }).count()) === 0 ? 'none' : 'some',
         /none/,
@@ -239,13 +263,14 @@ describe.skipIf(missing !== undefined)(
       await firstRemove.click();
       await dialog.getByRole('button', { name: 'Remove key' }).click();
       await page.getByRole('status').getByText('Removed “first”').waitFor();
+      // Its button went with it; the focus is on the news, not lost to the page.
+      await page.waitForFunction(() => document.activeElement?.getAttribute('role') === 'status');
       assert.equal(await keys.count(), 1);
       assert.match((await keys.textContent()) ?? '', /second/);
     });
 
     test('when an admin approves in a second browser then the developer sees the version move, and releases it', async () => {
       const developer = await signUpDeveloper(service.url, 'margaret@example.com');
-      const admin = await signUpAdmin(service, adminEmail);
       await publishMiniApp(service.url, developer, admin, 'com.example.console', '1.0.0', 'submitted');
       await publishMiniApp(service.url, developer, admin, 'com.example.console', '1.1.0', 'submitted');
 
@@ -297,6 +322,30 @@ describe.skipIf(missing !== undefined)(
       await reviewer.getByRole('button', { name: 'Reject' }).click();
       await reviewer.getByText('Nothing waits for review.').waitFor();
 
+      // The queue follows what happens while it is open: a new version arrives, and its developer
+      // withdraws it before the admin gets to it.
+      const later = await publishMiniApp(
+        service.url,
+        developer,
+        admin,
+        'com.example.console',
+        '1.2.0',
+        'submitted',
+      );
+      const startLater = reviewer.getByRole('button', { name: 'Start review of com.example.console 1.2.0' });
+      await startLater.waitFor({ timeout: 20_000 });
+      const withdrawn = await call(service.url, 'POST', `/api/v1/mini-apps/versions/${later}/transitions`, {
+        token: developer.token,
+        body: { to: 'withdrawn' },
+      });
+      assert.equal(withdrawn.status, 200);
+      await startLater.click();
+      await reviewer
+        .getByRole('alert')
+        .getByText(/withdrawn/)
+        .waitFor();
+      await reviewer.getByText('Nothing waits for review.').waitFor();
+
       // The developer's page follows the review without a reload.
       await row('1.0.0').getByText('Approved: ready to release').waitFor({ timeout: 20_000 });
       await row('1.1.0')
@@ -324,15 +373,22 @@ describe.skipIf(missing !== undefined)(
       await row('1.0.0').getByText('Reported unsafe while driving.').waitFor({ timeout: 20_000 });
     });
 
-    test('when a version waits for review then its developer can withdraw it, and cannot release it', async () => {
+    test('when a version waits for review then its developer can withdraw it, and cannot release it, nor an approved one older than the live one', async () => {
       const developer = await signUpDeveloper(service.url, 'barbara@example.com');
-      // Submitted only: no admin takes part.
-      await publishMiniApp(service.url, developer, developer, 'com.example.withdrawn', '2.0.0', 'submitted');
+      await publishMiniApp(service.url, developer, admin, 'com.example.withdrawn', '2.0.0', 'submitted');
+      await publishMiniApp(service.url, developer, admin, 'com.example.older', '1.0.0', 'approved');
+      await publishMiniApp(service.url, developer, admin, 'com.example.older', '1.1.0', 'published');
       const { page } = await visit(360);
       await signIn(page, developer.email);
       await page.getByRole('link', { name: 'My mini-apps' }).click();
-      const table = page.getByRole('table', { name: /Versions of/ });
+      // 1.0.0 is approved, but 1.1.0 is live: the service would refuse to release it, so no button.
+      const older = page.getByRole('region', { name: /com\.example\.older/ });
+      await older.getByText('A newer version is live').waitFor();
+      assert.equal(await older.getByRole('button', { name: /Release/ }).count(), 0);
+
+      const table = page.getByRole('region', { name: /com\.example\.withdrawn/ }).getByRole('table');
       await table.getByText('Submitted, waiting for review').waitFor();
+      await checkPage(page, 'my-mini-apps-in-review');
       assert.equal(await table.getByRole('button', { name: /Release/ }).count(), 0);
       await table.getByRole('button', { name: /Withdraw .* 2\.0\.0/ }).click();
       await page.getByRole('status').getByText('Withdrew com.example.withdrawn 2.0.0 from review.').waitFor();
@@ -357,9 +413,27 @@ describe.skipIf(missing !== undefined)(
       await page.getByRole('heading', { level: 1, name: 'Sign in' }).waitFor();
       await page.getByRole('status').getByText('Your session has ended: sign in again.').waitFor();
       assert.equal(await page.evaluate(() => sessionStorage.getItem('svc.console.session')), null);
-      // Signed-in pages are not shown to a visitor without a session.
-      await page.goto(`${service.url}/console/keys`);
-      await page.getByRole('heading', { level: 1, name: 'Sign in' }).waitFor();
+      // Signing in again goes back to the page that was asked for.
+      await page.getByLabel('Email').fill('ken@example.com');
+      await page.getByLabel('Password').fill(password);
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      await page.getByRole('heading', { level: 1, name: 'My mini-apps' }).waitFor();
+
+      // A signed-in page asked for without a session: sign in first, then that page.
+      await page.getByRole('button', { name: 'Sign out' }).click();
+      await page.goto(`${service.url}/console/apps`);
+      await page.getByRole('status').getByText('Sign in to open My mini-apps.').waitFor();
+      await page.getByLabel('Email').fill('ken@example.com');
+      await page.getByLabel('Password').fill(password);
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      await page.getByRole('heading', { level: 1, name: 'My mini-apps' }).waitFor();
+
+      // A page the console does not have says so.
+      await page.goto(`${service.url}/console/nonsense`);
+      await page.getByRole('heading', { level: 1, name: 'Page not found' }).waitFor();
+      await checkPage(page, 'page-not-found');
+      await page.getByRole('link', { name: 'Go to SSH keys' }).click();
+      await page.getByRole('heading', { level: 1, name: 'SSH keys' }).waitFor();
     });
 
     test('when a person uses only the keyboard then every control is reached in order, with a visible focus', async () => {
@@ -407,7 +481,11 @@ describe.skipIf(missing !== undefined)(
         [],
       );
       assert.deepEqual(
-        visitors.flatMap((visitor) => visitor.errors).filter((error) => !/status of 4\d\d/.test(error)),
+        // The refusals the tests ask for (a wrong password, a refused key) are logged by the
+        // browser as failed loads; nothing else may be.
+        visitors
+          .flatMap((visitor) => visitor.errors)
+          .filter((error) => !/status of 4(00|01|09|22)/.test(error)),
         [],
       );
     });

@@ -3,16 +3,14 @@
  * last change (what `svc status` shows, and more). Withdraw a version in review, release an
  * approved one; the service's rules decide, and its refusals are shown as it words them.
  */
-import type { components, Problem } from '@svc/sdk';
-import { useEffect, useState } from 'preact/hooks';
+import { compareVersions, type components, type Problem } from '@svc/sdk';
+import { useState } from 'preact/hooks';
 import { api, ask } from '../api.ts';
 import { Alert, Notice, PageHeading, When } from '../parts.tsx';
+import { changed, useRefreshing } from '../refresh.ts';
 import { type MiniAppVersion, moveVersion, packageSize, ReviewStateBadge } from '../versions.tsx';
 
 type MiniApp = components['schemas']['MiniApp'];
-
-/** How often the page asks again, so a review's outcome shows without a reload. */
-const refreshMs = 5000;
 
 export function MyMiniApps() {
   const [apps, setApps] = useState<MiniApp[]>();
@@ -21,23 +19,20 @@ export function MyMiniApps() {
 
   async function load() {
     const listed = await ask(api.GET('/api/v1/mini-apps/mine'));
-    if (listed.ok) setApps(listed.data.mini_apps);
-    else setProblem(listed.problem);
+    if (!listed.ok) return setProblem(listed.problem);
+    // A refusal said of the list as it was (a move refused) is stale once the list has moved on.
+    if (changed(apps, listed.data.mini_apps)) setProblem(undefined);
+    setApps(listed.data.mini_apps);
   }
-  useEffect(() => {
-    void load();
-    const timer = setInterval(() => {
-      if (document.visibilityState === 'visible') void load();
-    }, refreshMs);
-    return () => clearInterval(timer);
-  }, []);
+  useRefreshing(load);
 
   async function move(version: MiniAppVersion, to: 'withdrawn' | 'published') {
     setNews(undefined);
     const moved = await moveVersion(version, to);
+    // Refused or not, the list is asked for again: a refusal often means it changed meanwhile.
+    await load();
     if (!moved.ok) return setProblem(moved.problem);
     setProblem(undefined);
-    await load();
     setNews(
       to === 'published'
         ? `Released ${version.app_id} ${version.version}: it is live on cars.`
@@ -116,7 +111,7 @@ function AppCard({
                 </td>
                 <td>{packageSize(version.package.size)}</td>
                 <td>
-                  <VersionActions version={version} appName={app.name} onMove={onMove} />
+                  <VersionActions version={version} app={app} onMove={onMove} />
                 </td>
               </tr>
             ))}
@@ -127,15 +122,17 @@ function AppCard({
   );
 }
 
+/** The moves the service would take from this developer now; none for a version it would refuse. */
 function VersionActions({
   version,
-  appName,
+  app,
   onMove,
 }: {
   version: MiniAppVersion;
-  appName: string;
+  app: MiniApp;
   onMove: (version: MiniAppVersion, to: 'withdrawn' | 'published') => void;
 }) {
+  const appName = app.name;
   if (version.review_state === 'submitted' || version.review_state === 'in_review') {
     return (
       <button type="button" class="secondary" onClick={() => onMove(version, 'withdrawn')}>
@@ -148,6 +145,10 @@ function VersionActions({
     );
   }
   if (version.review_state === 'approved') {
+    // The service refuses to put an older version live over a newer one.
+    if (app.live_version && compareVersions(version.version, app.live_version) < 0) {
+      return <span class="hint">A newer version is live</span>;
+    }
     return (
       <button type="button" onClick={() => onMove(version, 'published')}>
         Release

@@ -4,8 +4,8 @@
  */
 import type { components, Problem } from '@svc/sdk';
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { api, ask } from '../api.ts';
-import { Alert, Field, Notice, PageHeading, When } from '../parts.tsx';
+import { api, ask, fieldErrors } from '../api.ts';
+import { Alert, Field, Notice, PageHeading, useFocusOnRefusal, When } from '../parts.tsx';
 
 type SshKey = components['schemas']['SshKey'];
 
@@ -22,7 +22,8 @@ export function SshKeys() {
   const [loadProblem, setLoadProblem] = useState<Problem>();
   const [publicKey, setPublicKey] = useState('');
   const [title, setTitle] = useState('');
-  const [refusal, setRefusal] = useState<string>();
+  /** Why the pasted key, or its title, was refused: shown at that field. */
+  const [refusal, setRefusal] = useState<{ field: 'public_key' | 'title'; message: string }>();
   const [news, setNews] = useState<string>();
   const [busy, setBusy] = useState(false);
   const [removing, setRemoving] = useState<SshKey>();
@@ -36,11 +37,19 @@ export function SshKeys() {
     void load();
   }, []);
 
+  const form = useFocusOnRefusal(refusal);
+
   async function addKey(event: Event) {
     event.preventDefault();
+    if (busy) return;
     setNews(undefined);
-    if (privateKeyMarker.test(publicKey)) return setRefusal(privateKeyMessage);
-    if (publicKey.trim() === '') return setRefusal('Paste a public key: the contents of your .pub file.');
+    if (privateKeyMarker.test(publicKey))
+      return setRefusal({ field: 'public_key', message: privateKeyMessage });
+    if (publicKey.trim() === '')
+      return setRefusal({
+        field: 'public_key',
+        message: 'Paste a public key: the contents of your .pub file.',
+      });
     setBusy(true);
     const body = title.trim()
       ? { public_key: publicKey.trim(), title: title.trim() }
@@ -60,7 +69,7 @@ export function SshKeys() {
     const removed = await ask(
       api.DELETE('/api/v1/dev/keys/{key_id}', { params: { path: { key_id: key.id } } }),
     );
-    if (!removed.ok) return setRefusal(removed.problem.detail);
+    if (!removed.ok) return setLoadProblem(removed.problem);
     await load();
     setNews(`Removed “${key.title}”, ${key.fingerprint}: it no longer signs in.`);
   }
@@ -75,9 +84,8 @@ export function SshKeys() {
       {news && <Notice>{news}</Notice>}
       {loadProblem && <Alert>{loadProblem.detail}</Alert>}
       {keys && <KeyList keys={keys} onRemove={setRemoving} />}
-      <NextStep hasKeys={(keys?.length ?? 0) > 0} />
       <h2>Add a key</h2>
-      <form onSubmit={addKey} noValidate>
+      <form ref={form} onSubmit={addKey} noValidate>
         <Field
           label="Public key"
           name="public_key"
@@ -85,7 +93,7 @@ export function SshKeys() {
           hint="The one line of your .pub file, e.g. the output of: cat ~/.ssh/id_ed25519.pub"
           value={publicKey}
           onInput={setPublicKey}
-          error={refusal}
+          error={refusal?.field === 'public_key' ? refusal.message : undefined}
           required
         />
         <Field
@@ -94,11 +102,13 @@ export function SshKeys() {
           value={title}
           onInput={setTitle}
           hint="By default, the key's comment."
+          error={refusal?.field === 'title' ? refusal.message : undefined}
         />
-        <button type="submit" disabled={busy}>
+        <button type="submit" aria-disabled={busy}>
           Add key
         </button>
       </form>
+      <NextStep hasKeys={(keys?.length ?? 0) > 0} />
       {removing && (
         <ConfirmRemoval sshKey={removing} onConfirm={removeKey} onCancel={() => setRemoving(undefined)} />
       )}
@@ -106,15 +116,23 @@ export function SshKeys() {
   );
 }
 
-/** The service's refusal of a pasted key, with what to do about it. */
-function keyRefusal(problem: Problem): string {
-  if (problem.code === 'unsupported_key_type') {
-    return `${problem.detail}. svc signs in with ed25519 keys only: make one with ssh-keygen -t ed25519, then paste its .pub file.`;
-  }
+/** The service's refusal of a pasted key or its title, at the field it is about, with what to do. */
+function keyRefusal(problem: Problem): { field: 'public_key' | 'title'; message: string } {
+  const { title } = fieldErrors(problem);
+  if (title) return { field: 'title', message: title };
+  if (problem.code === 'unsupported_key_type')
+    return { field: 'public_key', message: sentence(problem.detail) };
   if (problem.code === 'malformed_key') {
-    return `This is not an SSH public key (${problem.detail}). Paste the one line of your .pub file, which starts with ssh-ed25519.`;
+    return {
+      field: 'public_key',
+      message: `This does not read as an SSH public key (${problem.detail}). Paste the one line of your .pub file: it starts with ssh-ed25519 AAAA.`,
+    };
   }
-  return problem.detail;
+  return { field: 'public_key', message: fieldErrors(problem).public_key ?? problem.detail };
+}
+
+function sentence(text: string): string {
+  return text.charAt(0).toUpperCase() + text.slice(1) + (text.endsWith('.') ? '' : '.');
 }
 
 function KeyList({ keys, onRemove }: { keys: SshKey[]; onRemove: (key: SshKey) => void }) {
@@ -123,7 +141,7 @@ function KeyList({ keys, onRemove }: { keys: SshKey[]; onRemove: (key: SshKey) =
     <ul class="cards" aria-label="Your SSH keys">
       {keys.map((key) => (
         <li key={key.id} class="card">
-          <h3 id={`key-${key.id}`}>{key.title}</h3>
+          <h3>{key.title}</h3>
           <dl>
             <dt>Fingerprint</dt>
             <dd>
@@ -138,13 +156,8 @@ function KeyList({ keys, onRemove }: { keys: SshKey[]; onRemove: (key: SshKey) =
               <When at={key.last_used_at} />
             </dd>
           </dl>
-          <button
-            type="button"
-            class="secondary"
-            aria-describedby={`key-${key.id}`}
-            onClick={() => onRemove(key)}
-          >
-            Remove
+          <button type="button" class="secondary" onClick={() => onRemove(key)}>
+            Remove<span class="visually-hidden"> {key.title}</span>
           </button>
         </li>
       ))}
@@ -153,7 +166,7 @@ function KeyList({ keys, onRemove }: { keys: SshKey[]; onRemove: (key: SshKey) =
 }
 
 function NextStep({ hasKeys }: { hasKeys: boolean }) {
-  const command = `SVC_API_URL=${location.origin} npx svc login`;
+  const command = `SVC_API_URL=${location.origin} svc login`;
   return (
     <section aria-labelledby="next-step" class="next-step">
       <h2 id="next-step">{hasKeys ? 'Next: sign in with svc' : 'Then: sign in with svc'}</h2>
@@ -163,7 +176,9 @@ function NextStep({ hasKeys }: { hasKeys: boolean }) {
       </pre>
       <p>
         It signs in with <code>~/.ssh/id_ed25519</code>; <code>--key &lt;path&gt;</code> names another key.{' '}
-        <code>svc whoami</code> then shows the key's fingerprint, as listed here.
+        <code>svc whoami</code> then shows the key's fingerprint, as listed here. In a checkout of the svc
+        repository, run it as <code>npx svc login</code> (its README says how to install <code>svc</code>{' '}
+        elsewhere).
       </p>
     </section>
   );
@@ -180,9 +195,12 @@ function ConfirmRemoval({
   onCancel: () => void;
 }) {
   const dialog = useRef<HTMLDialogElement>(null);
+  const keep = useRef<HTMLButtonElement>(null);
   useEffect(() => {
     const opener = document.activeElement as HTMLElement | null;
     dialog.current?.showModal();
+    // The safe answer has the focus: Enter pressed twice must not remove a key.
+    keep.current?.focus();
     return () => opener?.focus();
   }, []);
   return (
@@ -196,7 +214,7 @@ function ConfirmRemoval({
         <button type="button" class="danger" onClick={() => onConfirm(sshKey)}>
           Remove key
         </button>
-        <button type="button" class="secondary" onClick={onCancel}>
+        <button ref={keep} type="button" class="secondary" onClick={onCancel}>
           Keep it
         </button>
       </div>

@@ -3,9 +3,10 @@
  * a reason; below it the versions live on cars, which an admin may remove with a reason.
  */
 import type { components, Problem } from '@svc/sdk';
-import { useEffect, useState } from 'preact/hooks';
+import { useState } from 'preact/hooks';
 import { api, ask } from '../api.ts';
 import { Alert, Notice, PageHeading, When } from '../parts.tsx';
+import { changed, useRefreshing } from '../refresh.ts';
 import {
   type MiniAppVersion,
   MoveWithReason,
@@ -23,23 +24,25 @@ export function ReviewQueuePage() {
 
   async function load() {
     const listed = await ask(api.GET('/api/v1/admin/review-queue'));
-    if (listed.ok) setQueue(listed.data);
-    else setProblem(listed.problem);
+    if (!listed.ok) return setProblem(listed.problem);
+    if (changed(queue, listed.data)) setProblem(undefined);
+    setQueue(listed.data);
   }
-  useEffect(() => {
-    void load();
-  }, []);
+  // Versions arrive, and developers withdraw them, while an admin has the queue open.
+  useRefreshing(load);
 
   async function moved(version: MiniAppVersion) {
-    setProblem(undefined);
     await load();
+    setProblem(undefined);
     setNews(`${version.app_id} ${version.version} is now: ${version.review_state.replace('_', ' ')}.`);
   }
   async function move(version: MiniAppVersion, to: 'in_review' | 'approved') {
     setNews(undefined);
     const outcome = await moveVersion(version, to);
-    if (!outcome.ok) return setProblem(outcome.problem);
-    await moved(outcome.data);
+    if (outcome.ok) return moved(outcome.data);
+    // Most often the version moved meanwhile (withdrawn by its developer): show it as it is now.
+    await load();
+    setProblem(outcome.problem);
   }
 
   return (

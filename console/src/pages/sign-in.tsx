@@ -2,7 +2,7 @@
 import type { Problem } from '@svc/sdk';
 import { useState } from 'preact/hooks';
 import { api, ask } from '../api.ts';
-import { Alert, Field, Link, Notice, PageHeading } from '../parts.tsx';
+import { Alert, Field, Link, Notice, PageHeading, useFocusOnRefusal } from '../parts.tsx';
 import { pages } from '../router.ts';
 import { session } from '../session.ts';
 
@@ -11,9 +11,11 @@ export function SignIn({ notice, onSignedIn }: { notice: string | undefined; onS
   const [password, setPassword] = useState('');
   const [problem, setProblem] = useState<Problem>();
   const [busy, setBusy] = useState(false);
+  const form = useFocusOnRefusal(problem);
 
   async function signIn(event: Event) {
     event.preventDefault();
+    if (busy) return;
     setBusy(true);
     const outcome = await ask(api.POST('/api/v1/account/sessions', { body: { email, password } }));
     setBusy(false);
@@ -26,7 +28,7 @@ export function SignIn({ notice, onSignedIn }: { notice: string | undefined; onS
     <main>
       <PageHeading title="Sign in">Sign in</PageHeading>
       {notice && !problem && <Notice>{notice}</Notice>}
-      <form onSubmit={signIn} noValidate>
+      <form ref={form} onSubmit={signIn} noValidate>
         <Field
           label="Email"
           name="email"
@@ -46,7 +48,7 @@ export function SignIn({ notice, onSignedIn }: { notice: string | undefined; onS
           required
         />
         {problem && <Alert>{problem.detail}</Alert>}
-        <button type="submit" disabled={busy}>
+        <button type="submit" aria-disabled={busy}>
           Sign in
         </button>
       </form>

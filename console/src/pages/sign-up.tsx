@@ -2,7 +2,7 @@
 import type { Problem } from '@svc/sdk';
 import { useState } from 'preact/hooks';
 import { api, ask, fieldErrors } from '../api.ts';
-import { Alert, Field, Link, PageHeading } from '../parts.tsx';
+import { Alert, Field, Link, PageHeading, useFocusOnRefusal } from '../parts.tsx';
 import { pages } from '../router.ts';
 import { session } from '../session.ts';
 
@@ -15,9 +15,11 @@ export function SignUp({ onSignedIn }: { onSignedIn: () => void }) {
   const [password, setPassword] = useState('');
   const [problem, setProblem] = useState<Problem>();
   const [busy, setBusy] = useState(false);
+  const form = useFocusOnRefusal(problem);
 
   async function signUp(event: Event) {
     event.preventDefault();
+    if (busy) return;
     setBusy(true);
     try {
       const created = await ask(api.POST('/api/v1/account/signup', { body: { name, email, password } }));
@@ -40,7 +42,7 @@ export function SignUp({ onSignedIn }: { onSignedIn: () => void }) {
   return (
     <main>
       <PageHeading title="Sign up">Create an account</PageHeading>
-      <form onSubmit={signUp} noValidate>
+      <form ref={form} onSubmit={signUp} noValidate>
         <Field
           label="Name"
           name="name"
@@ -72,7 +74,7 @@ export function SignUp({ onSignedIn }: { onSignedIn: () => void }) {
           required
         />
         {problem && !shownAtFields && <Alert>{problem.detail}</Alert>}
-        <button type="submit" disabled={busy}>
+        <button type="submit" aria-disabled={busy}>
           Sign up
         </button>
       </form>
