@@ -2,8 +2,9 @@
  * The web console in a real browser (Debian's Chromium through playwright-core): a new developer
  * signs up, adds the first key and signs in with the built `svc`; refused keys; a version moving
  * through review, seen by its developer while an admin works in a second browser; axe-core on
- * every page; nothing fetched from outside the machine. Screenshots of each page, at 1280 and
- * 360 px wide, go to test-output/console/ for a person to look at (not committed).
+ * every page, on a phone and a desktop; nothing fetched from outside the machine. Screenshots of
+ * each page, at 360 and 1280 px wide, go to test-output/console/ for a person to look at (not
+ * committed).
  */
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
@@ -60,30 +61,35 @@ describe.skipIf(missing !== undefined)(
     }
 
     /** What axe-core finds serious or critical on the page as it is now, and a screenshot of it. */
+    /**
+     * The page as it is now, on a phone (360 px) and on a desktop (1280 px): a screenshot of each,
+     * nothing wider than the screen (a wide table scrolls in its own region), and nothing serious
+     * or critical for axe-core. The page is left at the width it had.
+     */
     async function checkPage(page: Page, name: string) {
-      await page.screenshot({
-        path: join(screenshots, `${name}-${page.viewportSize()?.width}.png`),
-        fullPage: true,
-      });
-      // Readable at its width: nothing makes the page itself scroll sideways (a wide table scrolls
-      // in its own region).
-      const width = page.viewportSize()?.width ?? 0;
-      assert.ok(
-        (await page.evaluate(() => document.documentElement.scrollWidth)) <= width,
-        `${name} is wider than ${width} px`,
-      );
-      await page.evaluate(axeSource);
-      const violations = await page.evaluate(async () => {
-        const axe = (globalThis as unknown as { axe: { run(): Promise<{ violations: AxeViolation[] }> } })
-          .axe;
-        const { violations } = await axe.run();
-        return violations
-          .filter((v) => v.impact === 'serious' || v.impact === 'critical')
-          .map(
-            (v) => `${v.id} (${v.impact}): ${v.help} at ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`,
-          );
-      });
-      assert.deepEqual(violations, [], `axe-core on ${name}`);
+      const before = page.viewportSize() ?? { width: 1280, height: 900 };
+      for (const width of [360, 1280]) {
+        await page.setViewportSize({ width, height: before.height });
+        await page.screenshot({ path: join(screenshots, `${name}-${width}.png`), fullPage: true });
+        assert.ok(
+          (await page.evaluate(() => document.documentElement.scrollWidth)) <= width,
+          `${name} is wider than ${width} px`,
+        );
+        await page.evaluate(axeSource);
+        const violations = await page.evaluate(async () => {
+          const axe = (globalThis as unknown as { axe: { run(): Promise<{ violations: AxeViolation[] }> } })
+            .axe;
+          const { violations } = await axe.run();
+          return violations
+            .filter((v) => v.impact === 'serious' || v.impact === 'critical')
+            .map(
+              (v) =>
+                `${v.id} (${v.impact}): ${v.help} at ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`,
+            );
+        });
+        assert.deepEqual(violations, [], `axe-core on ${name} at ${width} px`);
+      }
+      await page.setViewportSize(before);
     }
 
     async function signIn(page: Page, email: string) {
