@@ -85,23 +85,34 @@ export function Field({
   );
 }
 
+/**
+ * A button's visible word ("Approve") and, for screen readers, what it acts on ("com.example.app
+ * 1.0.0"): a list of cards has many Approve buttons, and each must say which one it is.
+ */
+export function ActionWords({ action, on }: { action: string; on: string }) {
+  return (
+    <>
+      {action}
+      <span class="visually-hidden"> {on}</span>
+    </>
+  );
+}
+
 /** A refusal or failure, announced by screen readers as soon as it appears. */
 export function Alert({ children }: { children: ComponentChildren }) {
-  const alert = useRef<HTMLDivElement>(null);
-  useTakeLostFocus(alert, children);
-  return (
-    <div ref={alert} class="alert" role="alert" tabIndex={-1}>
-      {children}
-    </div>
-  );
+  return <Message role="alert">{children}</Message>;
 }
 
 /** News that is not urgent (a key added, a version moved), announced when the reader is idle. */
 export function Notice({ children }: { children: ComponentChildren }) {
-  const notice = useRef<HTMLDivElement>(null);
-  useTakeLostFocus(notice, children);
+  return <Message role="status">{children}</Message>;
+}
+
+function Message({ role, children }: { role: 'alert' | 'status'; children: ComponentChildren }) {
+  const message = useRef<HTMLDivElement>(null);
+  useTakeLostFocus(message, children);
   return (
-    <div ref={notice} class="notice" role="status" tabIndex={-1}>
+    <div ref={message} class={role === 'alert' ? 'alert' : 'notice'} role={role} tabIndex={-1}>
       {children}
     </div>
   );

@@ -2,7 +2,7 @@
 import type { components } from '@svc/sdk';
 import { useState } from 'preact/hooks';
 import { api, ask, fieldErrors, type Outcome } from './api.ts';
-import { Field, useFocusOnRefusal } from './parts.tsx';
+import { ActionWords, Field, useFocusOnRefusal } from './parts.tsx';
 
 export type MiniAppVersion = components['schemas']['MiniAppVersion'];
 export type ReviewState = components['schemas']['ReviewState'];
@@ -83,11 +83,7 @@ export function MoveWithReason({
         required
       />
       <button type="submit" class="danger" aria-disabled={busy}>
-        {action}
-        <span class="visually-hidden">
-          {' '}
-          {version.app_id} {version.version}
-        </span>
+        <ActionWords action={action} on={`${version.app_id} ${version.version}`} />
       </button>
     </form>
   );

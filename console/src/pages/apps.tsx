@@ -6,7 +6,7 @@
 import { compareVersions, type components, type Problem } from '@svc/sdk';
 import { useState } from 'preact/hooks';
 import { api, ask } from '../api.ts';
-import { Alert, Notice, PageHeading, When } from '../parts.tsx';
+import { ActionWords, Alert, Notice, PageHeading, When } from '../parts.tsx';
 import { changed, useRefreshing } from '../refresh.ts';
 import { type MiniAppVersion, moveVersion, packageSize, ReviewStateBadge } from '../versions.tsx';
 
@@ -136,11 +136,7 @@ function VersionActions({
   if (version.review_state === 'submitted' || version.review_state === 'in_review') {
     return (
       <button type="button" class="secondary" onClick={() => onMove(version, 'withdrawn')}>
-        Withdraw
-        <span class="visually-hidden">
-          {' '}
-          {appName} {version.version}
-        </span>
+        <ActionWords action="Withdraw" on={`${appName} ${version.version}`} />
       </button>
     );
   }
@@ -151,11 +147,7 @@ function VersionActions({
     }
     return (
       <button type="button" onClick={() => onMove(version, 'published')}>
-        Release
-        <span class="visually-hidden">
-          {' '}
-          {appName} {version.version}
-        </span>
+        <ActionWords action="Release" on={`${appName} ${version.version}`} />
       </button>
     );
   }

@@ -5,7 +5,7 @@
 import type { components, Problem } from '@svc/sdk';
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { api, ask, fieldErrors } from '../api.ts';
-import { Alert, Field, Notice, PageHeading, useFocusOnRefusal, When } from '../parts.tsx';
+import { ActionWords, Alert, Field, Notice, PageHeading, useFocusOnRefusal, When } from '../parts.tsx';
 
 type SshKey = components['schemas']['SshKey'];
 
@@ -157,7 +157,7 @@ function KeyList({ keys, onRemove }: { keys: SshKey[]; onRemove: (key: SshKey) =
             </dd>
           </dl>
           <button type="button" class="secondary" onClick={() => onRemove(key)}>
-            Remove<span class="visually-hidden"> {key.title}</span>
+            <ActionWords action="Remove" on={key.title} />
           </button>
         </li>
       ))}

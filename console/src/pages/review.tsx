@@ -3,9 +3,10 @@
  * a reason; below it the versions live on cars, which an admin may remove with a reason.
  */
 import type { components, Problem } from '@svc/sdk';
+import type { ComponentChildren } from 'preact';
 import { useState } from 'preact/hooks';
 import { api, ask } from '../api.ts';
-import { Alert, Notice, PageHeading, When } from '../parts.tsx';
+import { ActionWords, Alert, Notice, PageHeading, When } from '../parts.tsx';
 import { changed, useRefreshing } from '../refresh.ts';
 import {
   type MiniAppVersion,
@@ -53,53 +54,58 @@ export function ReviewQueuePage() {
       {queue && (
         <>
           <h2>Waiting for review</h2>
-          {queue.versions.length === 0 ? (
-            <p>Nothing waits for review.</p>
-          ) : (
-            <ol class="cards" aria-label="Versions waiting for review, oldest first">
-              {queue.versions.map((version) => (
-                <li key={version.id} class="card">
-                  <VersionDetails version={version} />
-                  {version.review_state === 'submitted' ? (
-                    <button type="button" onClick={() => move(version, 'in_review')}>
-                      Start review
-                      <span class="visually-hidden">
-                        {' '}
-                        of {version.app_id} {version.version}
-                      </span>
-                    </button>
-                  ) : (
-                    <>
-                      <button type="button" onClick={() => move(version, 'approved')}>
-                        Approve
-                        <span class="visually-hidden">
-                          {' '}
-                          {version.app_id} {version.version}
-                        </span>
-                      </button>
-                      <MoveWithReason version={version} to="rejected" action="Reject" onMoved={moved} />
-                    </>
-                  )}
-                </li>
-              ))}
-            </ol>
-          )}
+          <VersionCards
+            label="Versions waiting for review, oldest first"
+            versions={queue.versions}
+            empty="Nothing waits for review."
+          >
+            {(version) =>
+              version.review_state === 'submitted' ? (
+                <button type="button" onClick={() => move(version, 'in_review')}>
+                  <ActionWords action="Start review" on={`of ${version.app_id} ${version.version}`} />
+                </button>
+              ) : (
+                <>
+                  <button type="button" onClick={() => move(version, 'approved')}>
+                    <ActionWords action="Approve" on={`${version.app_id} ${version.version}`} />
+                  </button>
+                  <MoveWithReason version={version} to="rejected" action="Reject" onMoved={moved} />
+                </>
+              )
+            }
+          </VersionCards>
           <h2>Live on cars</h2>
-          {queue.published.length === 0 ? (
-            <p>No version is live.</p>
-          ) : (
-            <ul class="cards" aria-label="Versions live on cars">
-              {queue.published.map((version) => (
-                <li key={version.id} class="card">
-                  <VersionDetails version={version} />
-                  <MoveWithReason version={version} to="removed" action="Remove" onMoved={moved} />
-                </li>
-              ))}
-            </ul>
-          )}
+          <VersionCards label="Versions live on cars" versions={queue.published} empty="No version is live.">
+            {(version) => <MoveWithReason version={version} to="removed" action="Remove" onMoved={moved} />}
+          </VersionCards>
         </>
       )}
     </main>
+  );
+}
+
+/** One card a version, in the order given, with the moves `children` offers for it. */
+function VersionCards({
+  label,
+  versions,
+  empty,
+  children,
+}: {
+  label: string;
+  versions: MiniAppVersion[];
+  empty: string;
+  children: (version: MiniAppVersion) => ComponentChildren;
+}) {
+  if (versions.length === 0) return <p>{empty}</p>;
+  return (
+    <ol class="cards" aria-label={label}>
+      {versions.map((version) => (
+        <li key={version.id} class="card">
+          <VersionDetails version={version} />
+          {children(version)}
+        </li>
+      ))}
+    </ol>
   );
 }
 
