@@ -170,7 +170,7 @@ function PageNotFound({ signedIn }: { signedIn: boolean }) {
 function NotAnAdmin() {
   return (
     <main>
-      <h1>Review queue</h1>
+      <PageHeading title="Review queue">Review queue</PageHeading>
       <p>Only admins review mini-apps. The service's operator names them (see the README, "Admins").</p>
     </main>
   );
