@@ -40,6 +40,13 @@ describe('accounts', () => {
     assert.equal(reply.body.errors[0].path, '/body/password');
   });
 
+  test('when the password is only spaces then 400 at the password, and no account is made', async () => {
+    const reply = await signUp('spaces@example.com', ' '.repeat(16));
+    assert.equal(reply.status, 400);
+    assert.deepEqual(reply.body.errors, [{ path: '/body/password', message: 'must not be only spaces' }]);
+    assert.equal((await signUp('spaces@example.com')).status, 201);
+  });
+
   test('when the name is blank then 400 and no account is made', async () => {
     assert.equal((await signUp('blank@example.com', password, '   ')).status, 400);
     assert.equal(

@@ -56,6 +56,12 @@ export function createAccountService(
           errors: [{ path: '/body/name', message: 'must not be blank' }],
         });
       }
+      // Twelve spaces pass the length rule and guard nothing.
+      if (input.password.trim() === '') {
+        throw new InputError('validation_failed', 'The password must not be only spaces.', {
+          errors: [{ path: '/body/password', message: 'must not be only spaces' }],
+        });
+      }
       const row = await insertAccount(db, {
         id: randomUUID(),
         email,
