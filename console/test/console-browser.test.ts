@@ -62,15 +62,22 @@ describe.skipIf(missing !== undefined)(
 
     /** What axe-core finds serious or critical on the page as it is now, and a screenshot of it. */
     /**
-     * The page as it is now, on a phone (360 px) and on a desktop (1280 px): a screenshot of each,
-     * nothing wider than the screen (a wide table scrolls in its own region), and nothing serious
-     * or critical for axe-core. The page is left at the width it had.
+     * The page as it is now, on a phone (360 px) and on a desktop (1280 px), and on the desktop in
+     * dark mode: a screenshot of each, nothing wider than the screen (a wide table scrolls in its
+     * own region), and nothing serious or critical for axe-core (colour contrast included). The
+     * page is left as it was.
      */
     async function checkPage(page: Page, name: string) {
       const before = page.viewportSize() ?? { width: 1280, height: 900 };
-      for (const width of [360, 1280]) {
+      for (const [width, colorScheme] of [
+        [360, 'light'],
+        [1280, 'light'],
+        [1280, 'dark'],
+      ] as const) {
         await page.setViewportSize({ width, height: before.height });
-        await page.screenshot({ path: join(screenshots, `${name}-${width}.png`), fullPage: true });
+        await page.emulateMedia({ colorScheme });
+        const shot = `${name}-${width}${colorScheme === 'dark' ? '-dark' : ''}.png`;
+        await page.screenshot({ path: join(screenshots, shot), fullPage: true });
         assert.ok(
           (await page.evaluate(() => document.documentElement.scrollWidth)) <= width,
           `${name} is wider than ${width} px`,
@@ -87,9 +94,10 @@ describe.skipIf(missing !== undefined)(
                 `${v.id} (${v.impact}): ${v.help} at ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`,
             );
         });
-        assert.deepEqual(violations, [], `axe-core on ${name} at ${width} px`);
+        assert.deepEqual(violations, [], `axe-core on ${name} at ${width} px, ${colorScheme}`);
       }
       await page.setViewportSize(before);
+      await page.emulateMedia({ colorScheme: 'light' });
     }
 
     async function signIn(page: Page, email: string) {
