@@ -116,6 +116,16 @@ describe('the web console at /console', () => {
     assert.notEqual(raw.status, 200);
   });
 
+  test('when /console is asked with another method then a problem, never a page or a 500', async () => {
+    for (const method of ['POST', 'PUT', 'DELETE']) {
+      const reply = await call(service.url, method, '/console/keys', { body: {} });
+      assert.ok([404, 405].includes(reply.status), `${method}: ${reply.status}`);
+      assert.match(String(reply.headers['content-type']), /^application\/problem\+json/);
+    }
+    const head = await call(service.url, 'HEAD', '/console');
+    assert.equal(head.status, 200);
+  });
+
   test('when the console is not built then /console says how to build it', async () => {
     const reply = await call(unbuilt.url, 'GET', '/console');
     assert.equal(reply.status, 503);
