@@ -8,7 +8,7 @@ import { useState } from 'preact/hooks';
 import { api, ask } from '../api.ts';
 import { ActionWords, Alert, Notice, PageHeading, When } from '../parts.tsx';
 import { changed, useRefreshing } from '../refresh.ts';
-import { type MiniAppVersion, moveVersion, packageSize, ReviewStateBadge } from '../versions.tsx';
+import { type MiniAppVersion, moveVersion, ReviewStateBadge } from '../versions.tsx';
 
 type MiniApp = components['schemas']['MiniApp'];
 
@@ -87,12 +87,8 @@ function AppCard({
           <thead>
             <tr>
               <th scope="col">Version</th>
-              <th scope="col">Review state</th>
-              <th scope="col">Reason</th>
-              <th scope="col">Submitted</th>
+              <th scope="col">Review</th>
               <th scope="col">Last change</th>
-              <th scope="col">Package</th>
-              <th scope="col">Actions</th>
             </tr>
           </thead>
           <tbody>
@@ -101,17 +97,11 @@ function AppCard({
                 <th scope="row">{version.version}</th>
                 <td>
                   <ReviewStateBadge state={version.review_state} />
-                </td>
-                <td class="reason-text">{version.reason ?? '—'}</td>
-                <td>
-                  <When at={version.submitted_at} />
+                  {version.reason && <p class="reason-text">{version.reason}</p>}
+                  <VersionActions version={version} app={app} onMove={onMove} />
                 </td>
                 <td>
                   <When at={version.updated_at} />
-                </td>
-                <td>{packageSize(version.package.size)}</td>
-                <td>
-                  <VersionActions version={version} app={app} onMove={onMove} />
                 </td>
               </tr>
             ))}
@@ -143,7 +133,7 @@ function VersionActions({
   if (version.review_state === 'approved') {
     // The service refuses to put an older version live over a newer one.
     if (app.live_version && compareVersions(version.version, app.live_version) < 0) {
-      return <span class="hint">A newer version is live</span>;
+      return <p class="hint">A newer version is live: this one can no longer be released.</p>;
     }
     return (
       <button type="button" onClick={() => onMove(version, 'published')}>
