@@ -12,8 +12,10 @@ export const api = createApiClient({
   token: () => session.token(),
   fetch: async (input, init) => {
     const response = await fetch(input, init);
+    // A 401 ends the session when the request carried its token, or when the token had run out
+    // and so was not sent; a 401 to a sign-in with neither is only a wrong password.
     const carriedToken = input instanceof Request && input.headers.has('authorization');
-    if (response.status === 401 && carriedToken) session.end(sessionEndedMessage);
+    if (response.status === 401 && (carriedToken || session.hasExpired())) session.end(sessionEndedMessage);
     return response;
   },
 });

@@ -1,7 +1,7 @@
 /** The console's frame: who is signed in, the pages they may open, and sign-out. */
 import type { components } from '@svc/sdk';
 import { useEffect, useState } from 'preact/hooks';
-import { api, ask } from './api.ts';
+import { api, ask, sessionEndedMessage } from './api.ts';
 import { MyMiniApps } from './pages/apps.tsx';
 import { SshKeys } from './pages/keys.tsx';
 import { ReviewQueuePage } from './pages/review.tsx';
@@ -36,7 +36,8 @@ export function App() {
       session.onEnded((message) => {
         setAccount(undefined);
         setNotice(message);
-        setReturnTo(currentPage());
+        const here = currentPage();
+        if (here && pageNames[here]) setReturnTo(here);
         navigate(pages.signIn);
       }),
     [],
@@ -62,6 +63,12 @@ export function App() {
     }
     navigate(signedIn ? pages.keys : pages.signIn, { replace: true });
   }, [page, wanted, signedIn]);
+
+  // A session that ran out while the tab was open ends when the user next moves (after
+  // the redirect above, so that its message is the one shown).
+  useEffect(() => {
+    if (session.hasExpired()) session.end(sessionEndedMessage);
+  }, [page]);
 
   function signedInNow() {
     setNotice(undefined);

@@ -110,7 +110,9 @@ export function Notice({ children }: { children: ComponentChildren }) {
 
 function Message({ role, children }: { role: 'alert' | 'status'; children: ComponentChildren }) {
   const message = useRef<HTMLDivElement>(null);
-  useTakeLostFocus(message, children);
+  // A refusal takes the focus from the button that was refused: that button may now do something
+  // else (Withdraw became Release), and a second Enter must not press it. News takes only a lost focus.
+  useTakeFocus(message, children, role === 'alert' ? 'always' : 'when lost');
   return (
     <div ref={message} class={role === 'alert' ? 'alert' : 'notice'} role={role} tabIndex={-1}>
       {children}
@@ -119,14 +121,19 @@ function Message({ role, children }: { role: 'alert' | 'status'; children: Compo
 }
 
 /**
- * A message that appears after an action takes the focus when the action's own button went away
- * (a version moved on, a key removed): otherwise focus falls to the page and the next Tab starts
- * over from the top.
+ * A message that appears after an action takes the focus, always or only when the action's own
+ * button went away (a version moved on, a key removed): otherwise focus falls to the page and the
+ * next Tab starts over from the top.
  */
-function useTakeLostFocus(element: { current: HTMLElement | null }, message: ComponentChildren) {
+function useTakeFocus(
+  element: { current: HTMLElement | null },
+  message: ComponentChildren,
+  when: 'always' | 'when lost',
+) {
   useEffect(() => {
-    if (document.activeElement === document.body || document.activeElement === null) element.current?.focus();
-  }, [element, message]);
+    const lost = document.activeElement === document.body || document.activeElement === null;
+    if (when === 'always' || lost) element.current?.focus();
+  }, [element, message, when]);
 }
 
 /**

@@ -12,6 +12,10 @@ interface StoredSession {
 type SessionEnded = (message: string) => void;
 const listeners = new Set<SessionEnded>();
 
+function expired(stored: StoredSession): boolean {
+  return !(Date.parse(stored.expiresAt) > Date.now());
+}
+
 function read(): StoredSession | undefined {
   try {
     const stored = JSON.parse(sessionStorage.getItem(storageKey) ?? 'null') as StoredSession | null;
@@ -26,12 +30,14 @@ export const session = {
   /** The access token, or undefined when signed out or past its expiry. */
   token(): string | undefined {
     const stored = read();
-    if (!stored) return undefined;
-    if (Date.parse(stored.expiresAt) <= Date.now()) {
-      sessionStorage.removeItem(storageKey);
-      return undefined;
-    }
+    if (!stored || expired(stored)) return undefined;
     return stored.token;
+  },
+
+  /** Whether a session was started in this tab and has run out (kept until `end` says so). */
+  hasExpired(): boolean {
+    const stored = read();
+    return stored !== undefined && expired(stored);
   },
 
   start(token: string, expiresAt: string): void {
@@ -42,7 +48,7 @@ export const session = {
     sessionStorage.removeItem(storageKey);
   },
 
-  /** The service refused the token: forget it, and tell the page to ask for a sign-in. */
+  /** The service refused the token, or it ran out: forget it, and tell the page to ask for a sign-in. */
   end(message: string): void {
     if (!read()) return;
     sessionStorage.removeItem(storageKey);

@@ -1,5 +1,5 @@
 /** Mini-app versions as both pages show them: review states in words, and moving a version on. */
-import type { components } from '@svc/sdk';
+import type { components, Problem } from '@svc/sdk';
 import { useState } from 'preact/hooks';
 import { api, ask, fieldErrors, type Outcome } from './api.ts';
 import { ActionWords, Field, useFocusOnRefusal } from './parts.tsx';
@@ -10,7 +10,7 @@ export type ReviewState = components['schemas']['ReviewState'];
 export const stateNames: Record<ReviewState, string> = {
   submitted: 'Submitted, waiting for review',
   in_review: 'In review',
-  approved: 'Approved: ready to release',
+  approved: 'Approved',
   rejected: 'Rejected',
   published: 'Live on cars',
   withdrawn: 'Withdrawn',
@@ -33,6 +33,19 @@ export function moveVersion(
       body: reason === undefined ? { to } : { to, reason },
     }),
   );
+}
+
+/**
+ * A refused move in the user's words. `move_not_allowed` nearly always means the version moved on
+ * while the page showed it (its developer withdrew it, another admin took it): the service's
+ * words name states, not what happened.
+ */
+export function refusedMove(version: MiniAppVersion, problem: Problem): Problem {
+  if (problem.code !== 'move_not_allowed') return problem;
+  return {
+    ...problem,
+    detail: `${version.app_id} ${version.version} moved on meanwhile (its developer or an admin moved it): the page now shows where it is.`,
+  };
 }
 
 /** The bytes of a package in the unit a person reads. */
@@ -67,7 +80,8 @@ export function MoveWithReason({
     setBusy(true);
     const moved = await moveVersion(version, to, reason.trim() === '' ? undefined : reason);
     setBusy(false);
-    if (!moved.ok) return setError(fieldErrors(moved.problem).reason ?? moved.problem.detail);
+    if (!moved.ok)
+      return setError(fieldErrors(moved.problem).reason ?? refusedMove(version, moved.problem).detail);
     onMoved(moved.data);
   }
   return (

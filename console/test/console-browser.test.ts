@@ -224,10 +224,7 @@ describe.skipIf(missing !== undefined)(
         .getByText(/Only ssh-ed25519 keys are supported; this key is ssh-rsa/)
         .waitFor();
       // The focus lands on the field to fix, not on the page.
-      assert.equal(
-        await page.getByLabel('Public key').evaluate((field) => field === document.activeElement),
-        true,
-      );
+      await page.waitForFunction(() => document.activeElement?.getAttribute('name') === 'public_key');
 
       await page.getByLabel('Public key').fill('hello, I am not a key');
       await page.getByRole('button', { name: 'Add key' }).click();
@@ -356,12 +353,14 @@ describe.skipIf(missing !== undefined)(
       await startLater.click();
       await reviewer
         .getByRole('alert')
-        .getByText(/withdrawn/)
+        .getByText(/com\.example\.console 1\.2\.0 moved on meanwhile \(its developer or an admin moved it\)/)
         .waitFor();
+      // The refusal has the focus: a second Enter presses nothing.
+      await reviewer.waitForFunction(() => document.activeElement?.getAttribute('role') === 'alert');
       await reviewer.getByText('Nothing waits for review.').waitFor();
 
       // The developer's page follows the review without a reload.
-      await row('1.0.0').getByText('Approved: ready to release').waitFor({ timeout: 20_000 });
+      await row('1.0.0').getByText('Approved', { exact: true }).waitFor({ timeout: 20_000 });
       await row('1.1.0')
         .getByText('It calls an origin its manifest does not declare.')
         .waitFor({ timeout: 20_000 });
@@ -441,6 +440,27 @@ describe.skipIf(missing !== undefined)(
       await page.getByLabel('Password').fill(password);
       await page.getByRole('button', { name: 'Sign in' }).click();
       await page.getByRole('heading', { level: 1, name: 'My mini-apps' }).waitFor();
+
+      // A session that runs out while the page is open ends at the next step, saying so.
+      await page.evaluate(() => {
+        const stored = JSON.parse(sessionStorage.getItem('svc.console.session') ?? '{}');
+        sessionStorage.setItem(
+          'svc.console.session',
+          JSON.stringify({ ...stored, expiresAt: new Date(Date.now() - 1000).toISOString() }),
+        );
+      });
+      await page.getByRole('link', { name: 'SSH keys' }).click();
+      await page.getByRole('heading', { level: 1, name: 'Sign in' }).waitFor();
+      await page.getByRole('status').getByText('Your session has ended: sign in again.').waitFor();
+
+      // An empty sign-in is refused at its fields, in words.
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      await page.getByText('Enter an email address, like ada@example.com.').waitFor();
+      assert.equal(await page.getByLabel('Email').getAttribute('aria-invalid'), 'true');
+      await page.getByLabel('Email').fill('ken@example.com');
+      await page.getByLabel('Password').fill(password);
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      await page.getByRole('heading', { level: 1, name: 'SSH keys' }).waitFor();
 
       // A page the console does not have says so.
       await page.goto(`${service.url}/console/nonsense`);

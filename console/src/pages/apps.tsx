@@ -8,7 +8,7 @@ import { useState } from 'preact/hooks';
 import { api, ask } from '../api.ts';
 import { ActionWords, Alert, Notice, PageHeading, When } from '../parts.tsx';
 import { changed, useRefreshing } from '../refresh.ts';
-import { type MiniAppVersion, moveVersion, ReviewStateBadge } from '../versions.tsx';
+import { type MiniAppVersion, moveVersion, ReviewStateBadge, refusedMove } from '../versions.tsx';
 
 type MiniApp = components['schemas']['MiniApp'];
 
@@ -31,7 +31,7 @@ export function MyMiniApps() {
     const moved = await moveVersion(version, to);
     // Refused or not, the list is asked for again: a refusal often means it changed meanwhile.
     await load();
-    if (!moved.ok) return setProblem(moved.problem);
+    if (!moved.ok) return setProblem(refusedMove(version, moved.problem));
     setProblem(undefined);
     setNews(
       to === 'published'

@@ -138,30 +138,33 @@ function sentence(text: string): string {
 function KeyList({ keys, onRemove }: { keys: SshKey[]; onRemove: (key: SshKey) => void }) {
   if (keys.length === 0) return <p>No keys yet: add your first one below.</p>;
   return (
-    <ul class="cards" aria-label="Your SSH keys">
-      {keys.map((key) => (
-        <li key={key.id} class="card">
-          <h3>{key.title}</h3>
-          <dl>
-            <dt>Fingerprint</dt>
-            <dd>
-              <code>{key.fingerprint}</code>
-            </dd>
-            <dt>Added</dt>
-            <dd>
-              <When at={key.created_at} />
-            </dd>
-            <dt>Last used</dt>
-            <dd>
-              <When at={key.last_used_at} />
-            </dd>
-          </dl>
-          <button type="button" class="secondary" onClick={() => onRemove(key)}>
-            <ActionWords action="Remove" on={key.title} />
-          </button>
-        </li>
-      ))}
-    </ul>
+    <>
+      <h2 id="your-keys">Your SSH keys</h2>
+      <ul class="cards" aria-labelledby="your-keys">
+        {keys.map((key) => (
+          <li key={key.id} class="card">
+            <h3>{key.title}</h3>
+            <dl>
+              <dt>Fingerprint</dt>
+              <dd>
+                <code>{key.fingerprint}</code>
+              </dd>
+              <dt>Added</dt>
+              <dd>
+                <When at={key.created_at} />
+              </dd>
+              <dt>Last used</dt>
+              <dd>
+                <When at={key.last_used_at} />
+              </dd>
+            </dl>
+            <button type="button" class="secondary" onClick={() => onRemove(key)}>
+              <ActionWords action="Remove" on={key.title} />
+            </button>
+          </li>
+        ))}
+      </ul>
+    </>
   );
 }
 

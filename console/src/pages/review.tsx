@@ -14,6 +14,7 @@ import {
   moveVersion,
   packageSize,
   ReviewStateBadge,
+  refusedMove,
 } from '../versions.tsx';
 
 type ReviewQueue = components['schemas']['ReviewQueue'];
@@ -43,7 +44,7 @@ export function ReviewQueuePage() {
     if (outcome.ok) return moved(outcome.data);
     // Most often the version moved meanwhile (withdrawn by its developer): show it as it is now.
     await load();
-    setProblem(outcome.problem);
+    setProblem(refusedMove(version, outcome.problem));
   }
 
   return (

@@ -1,7 +1,7 @@
 /** Sign in with email and password: a web session, for this tab only. */
 import type { Problem } from '@svc/sdk';
 import { useState } from 'preact/hooks';
-import { api, ask } from '../api.ts';
+import { api, ask, fieldErrors } from '../api.ts';
 import { Alert, Field, Link, Notice, PageHeading, useFocusOnRefusal } from '../parts.tsx';
 import { pages } from '../router.ts';
 import { session } from '../session.ts';
@@ -24,6 +24,7 @@ export function SignIn({ notice, onSignedIn }: { notice: string | undefined; onS
     onSignedIn();
   }
 
+  const errors = problem ? fieldErrors(problem) : {};
   return (
     <main>
       <PageHeading title="Sign in">Sign in</PageHeading>
@@ -36,6 +37,7 @@ export function SignIn({ notice, onSignedIn }: { notice: string | undefined; onS
           autoComplete="username"
           value={email}
           onInput={setEmail}
+          error={errors.email}
           required
         />
         <Field
@@ -45,9 +47,10 @@ export function SignIn({ notice, onSignedIn }: { notice: string | undefined; onS
           autoComplete="current-password"
           value={password}
           onInput={setPassword}
+          error={errors.password}
           required
         />
-        {problem && <Alert>{problem.detail}</Alert>}
+        {problem && Object.keys(errors).length === 0 && <Alert>{problem.detail}</Alert>}
         <button type="submit" aria-disabled={busy}>
           Sign in
         </button>

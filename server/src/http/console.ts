@@ -43,8 +43,11 @@ const pageHeaders = {
   'Cache-Control': 'no-cache',
 };
 
-/** A page of the console: `/console`, or one path segment of letters and dashes under it. */
-const pagePattern = /^\/console(?:\/[a-z-]*)?\/?$/;
+/**
+ * A page of the console: `/console` and any path under it that names no file (no dot). The page
+ * tells its own pages from the rest, and says "Page not found" for those in the console's words.
+ */
+const pagePattern = /^\/console(?:\/[^.]*)?$/;
 
 export function consoleRouter(consoleDir: string = defaultConsoleDir): Router {
   const router = express.Router();
