@@ -90,6 +90,29 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/account/sessions/current": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Sign out
+         * @description Ends the session of the access token this request carries, whatever minted it (a password
+         *     sign-in to the web console, or `svc login`): the token stops working at once on this replica,
+         *     and within 5 seconds on the others. The account's other sessions go on. Signing out twice is
+         *     a 401 the second time, as for any token that no longer works.
+         */
+        delete: operations["endSession"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/account/admin-claims": {
         parameters: {
             query?: never;
@@ -2855,6 +2878,28 @@ export interface operations {
             422: components["responses"]["UnprocessableEntity"];
             426: components["responses"]["UpgradeRequired"];
             429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    endSession: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Signed out; the token no longer works. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            426: components["responses"]["UpgradeRequired"];
             503: components["responses"]["ServiceUnavailable"];
         };
     };

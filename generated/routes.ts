@@ -18,6 +18,7 @@ export const routes = {
   getJwks: { method: 'get', openapiPath: '/.well-known/jwks.json', expressPath: '/.well-known/jwks.json', security: [], adminOnly: false },
   claimAdmin: { method: 'post', openapiPath: '/api/v1/account/admin-claims', expressPath: '/api/v1/account/admin-claims', security: ['bearerAuth'], adminOnly: false },
   createSession: { method: 'post', openapiPath: '/api/v1/account/sessions', expressPath: '/api/v1/account/sessions', security: [], adminOnly: false },
+  endSession: { method: 'delete', openapiPath: '/api/v1/account/sessions/current', expressPath: '/api/v1/account/sessions/current', security: ['bearerAuth'], adminOnly: false },
   signUp: { method: 'post', openapiPath: '/api/v1/account/signup', expressPath: '/api/v1/account/signup', security: [], adminOnly: false },
   listCars: { method: 'get', openapiPath: '/api/v1/admin/cars', expressPath: '/api/v1/admin/cars', security: ['bearerAuth'], adminOnly: true },
   provisionCar: { method: 'post', openapiPath: '/api/v1/admin/cars', expressPath: '/api/v1/admin/cars', security: ['bearerAuth'], adminOnly: true },

@@ -77,7 +77,10 @@ export function App() {
     navigate(returnTo ?? pages.keys);
   }
 
-  function signOut() {
+  async function signOut() {
+    // The service ends the token first (it needs the token to know which); the tab forgets it
+    // whatever the answer, so that a service out of reach cannot keep anyone signed in here.
+    await ask(api.DELETE('/api/v1/account/sessions/current'));
     session.signOut();
     setAccount(undefined);
     setNotice('You are signed out.');

@@ -1,6 +1,7 @@
 /**
  * The signed-in session: the access token, kept in this tab's sessionStorage only (closing the tab
- * forgets it; no other tab or site reads it), dropped on sign-out, on expiry and on any 401.
+ * forgets it; no other tab or site reads it), dropped on sign-out (which ends it at the service
+ * too), on expiry and on any 401.
  */
 const storageKey = 'svc.console.session';
 

@@ -148,8 +148,9 @@ describe.skipIf(missing !== undefined)(
       await page.getByRole('button', { name: 'Sign up' }).click();
       await page.getByRole('heading', { level: 1, name: 'SSH keys' }).waitFor();
       await page.getByText('No keys yet').waitFor();
-      const token = await page.evaluate(() => sessionStorage.getItem('svc.console.session'));
-      assert.match(token ?? '', /"token":"svc_/);
+      const stored = await page.evaluate(() => sessionStorage.getItem('svc.console.session'));
+      assert.match(stored ?? '', /"token":"svc_/);
+      const token = JSON.parse(stored ?? '{}').token as string;
       assert.equal(await page.evaluate(() => localStorage.length), 0);
       assert.equal(await page.evaluate(() => document.cookie), '');
 
@@ -157,6 +158,8 @@ describe.skipIf(missing !== undefined)(
       await page.getByRole('button', { name: 'Sign out' }).click();
       await page.getByText('You are signed out.').waitFor();
       assert.equal(await page.evaluate(() => sessionStorage.getItem('svc.console.session')), null);
+      // Signing out ended the token at the service too, not only in the tab.
+      assert.equal((await call(service.url, 'GET', '/api/v1/dev/me', { token })).status, 401);
       await page.getByLabel('Email').fill('ada@example.com');
       await page.getByLabel('Password').fill('not the password at all');
       await page.getByRole('button', { name: 'Sign in' }).click();

@@ -89,6 +89,29 @@ describe('access tokens', () => {
     );
   });
 
+  test("when a session is ended (sign-out) then its token stops working, here at once and on a replica within 5 seconds, and the account's other sessions go on", async () => {
+    const developer = await signUpDeveloper(service.url);
+    const other = await call(service.url, 'POST', '/api/v1/account/sessions', {
+      body: { email: developer.email, password: developer.password },
+    });
+    const otherToken = other.body.access_token as string;
+    assert.equal((await call(replica.url, 'GET', '/api/v1/dev/me', { token: developer.token })).status, 200);
+
+    const ended = await call(service.url, 'DELETE', '/api/v1/account/sessions/current', {
+      token: developer.token,
+    });
+    assert.equal(ended.status, 204);
+    assert.equal((await call(service.url, 'GET', '/api/v1/dev/me', { token: developer.token })).status, 401);
+    replica.clock.advance(5_000);
+    assert.equal((await call(replica.url, 'GET', '/api/v1/dev/me', { token: developer.token })).status, 401);
+    assert.equal((await call(service.url, 'GET', '/api/v1/dev/me', { token: otherToken })).status, 200);
+    // Twice is a 401, as for any token that no longer works.
+    const again = await call(service.url, 'DELETE', '/api/v1/account/sessions/current', {
+      token: developer.token,
+    });
+    assert.equal(again.status, 401);
+  });
+
   test('when tokens have been used then none of them appears in the logs', async () => {
     const developer = await signUpDeveloper(service.url);
     await call(service.url, 'GET', '/api/v1/dev/me', { token: developer.token });

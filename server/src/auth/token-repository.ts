@@ -39,6 +39,11 @@ export async function findTokenByHash(db: Db, tokenHash: string): Promise<TokenW
     );
 }
 
+/** Ends one token (a sign-out). */
+export async function deleteToken(db: Db, tokenId: string): Promise<void> {
+  await db('access_tokens').where({ id: tokenId }).delete();
+}
+
 /** An account's tokens that can no longer be used; cleared as it signs in again, so the table stays small. */
 export async function deleteExpiredTokens(db: Db, accountId: string, now: Date): Promise<void> {
   await db('access_tokens').where({ account_id: accountId }).where('expires_at', '<=', now).delete();

@@ -11,6 +11,7 @@ import type { Db } from '../store/db.ts';
 import type { Principal, TokenSource } from './principal.ts';
 import {
   deleteExpiredTokens,
+  deleteToken,
   findTokenByHash,
   insertToken,
   type TokenWithAccount,
@@ -29,6 +30,8 @@ export interface TokenService {
   mint(input: { accountId: string; source: TokenSource; sshKeyId?: string | null }): Promise<MintedToken>;
   /** The principal behind a token, or undefined when it is unknown, expired or revoked. */
   authenticate(accessToken: string): Promise<Principal | undefined>;
+  /** Ends the session of a token (sign-out): at once here, within 5 s on other processes. */
+  revoke(principal: Principal): Promise<void>;
   /** Forgets cached checks at once in this process (other processes follow within 5 s). */
   forgetCached(): void;
 }
@@ -88,6 +91,11 @@ export function createTokenService(db: Db, config: Config, clock: Clock): TokenS
       }
       const principal = entry.principal;
       return principal && principal.token.expiresAt.getTime() > now ? principal : undefined;
+    },
+
+    async revoke(principal) {
+      await deleteToken(db, principal.token.id);
+      cache.clear();
     },
 
     forgetCached() {

@@ -1,4 +1,4 @@
-/** Web-console accounts: sign-up, password sign-in, and claiming the admin role. */
+/** Web-console accounts: sign-up, password sign-in, sign-out, and claiming the admin role. */
 
 import { normalizeEmail, toApiAccount } from '../../accounts/account-service.ts';
 import { isAdmin } from '../../accounts/admin-codes.ts';
@@ -31,6 +31,11 @@ export function accountHandlers({ accounts, adminCodes, tokens, failures, config
       await succeeded();
       const token = await tokens.mint({ accountId: account.id, source: 'web_session' });
       return { status: 201, body: toApiAccessToken(token) };
+    },
+
+    endSession: async (_request, { principal }) => {
+      await tokens.revoke(principal);
+      return { status: 204 };
     },
   } satisfies Partial<Handlers>;
 }
