@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, test } from 'vitest';
@@ -113,9 +113,17 @@ describe('svc end to end', () => {
   test('when the developer logs out then whoami needs a login (exit 4), and the key stays registered', async () => {
     const token = JSON.parse((await svc(['whoami', '--json'], env)).stdout);
     assert.ok(token.account);
+    const stored = JSON.parse(readFileSync(join(home, '.config/svc/sdk.json'), 'utf8'))
+      .access_token as string;
     const logout = await svc(['logout'], env);
     assert.equal(logout.code, 0);
+    assert.match(
+      logout.stdout,
+      /Signed out: the local token is removed, and its session ended at the service\./,
+    );
     assert.match(logout.stderr, /stays registered/);
+    // A copy of the token made before the logout no longer works either.
+    assert.equal((await call(service.url, 'GET', '/api/v1/dev/me', { token: stored })).status, 401);
     const whoami = await svc(['whoami'], env);
     assert.equal(whoami.code, 4);
     assert.match(whoami.stderr, /svc login/);
