@@ -72,6 +72,11 @@ export function MoveWithReason({
 }) {
   const [reason, setReason] = useState('');
   const [error, setError] = useState<string>();
+  /** The service's refusal, at the reason's field; a missing reason said as what to do. */
+  const reasonRefusal = (problem: Problem) =>
+    problem.code === 'reason_required'
+      ? `Give a reason for ${to === 'rejected' ? 'rejecting' : 'removing'} ${version.app_id} ${version.version}: the developer reads it.`
+      : (fieldErrors(problem).reason ?? refusedMove(version, problem).detail);
   const [busy, setBusy] = useState(false);
   const form = useFocusOnRefusal(error);
   async function submit(event: Event) {
@@ -80,8 +85,7 @@ export function MoveWithReason({
     setBusy(true);
     const moved = await moveVersion(version, to, reason.trim() === '' ? undefined : reason);
     setBusy(false);
-    if (!moved.ok)
-      return setError(fieldErrors(moved.problem).reason ?? refusedMove(version, moved.problem).detail);
+    if (!moved.ok) return setError(reasonRefusal(moved.problem));
     onMoved(moved.data);
   }
   return (

@@ -328,7 +328,7 @@ describe.skipIf(missing !== undefined)(
       await reviewer.getByRole('button', { name: 'Reject' }).click();
       await reviewer
         .getByRole('alert')
-        .getByText(/needs a reason/)
+        .getByText('Give a reason for rejecting com.example.console 1.1.0: the developer reads it.')
         .waitFor();
       assert.equal(await reason.getAttribute('aria-invalid'), 'true');
       await checkPage(reviewer, 'review-queue-reject');
