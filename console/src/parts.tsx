@@ -1,6 +1,6 @@
 /** The pieces every page is made of: headings that take focus, fields with their errors, messages. */
 import type { ComponentChildren } from 'preact';
-import { useEffect, useId, useRef } from 'preact/hooks';
+import { useEffect, useId, useLayoutEffect, useRef } from 'preact/hooks';
 import { followLink, type PagePath } from './router.ts';
 
 /**
@@ -9,7 +9,8 @@ import { followLink, type PagePath } from './router.ts';
  */
 export function PageHeading({ children, title }: { children: ComponentChildren; title: string }) {
   const heading = useRef<HTMLHeadingElement>(null);
-  useEffect(() => {
+  // Before the page is painted: a page never shows under the last one's title.
+  useLayoutEffect(() => {
     document.title = `${title} · svc console`;
     heading.current?.focus();
   }, [title]);

@@ -126,7 +126,7 @@ describe.skipIf(missing !== undefined)(
       const { page } = await visit();
       await page.goto(`${service.url}/console`);
       await page.getByRole('heading', { level: 1, name: 'Sign in' }).waitFor();
-      assert.equal(await page.title(), 'Sign in · svc console');
+      await page.waitForFunction(() => document.title === 'Sign in · svc console');
       assert.equal(await page.locator('html').getAttribute('lang'), 'en');
       await checkPage(page, 'sign-in');
 
@@ -167,7 +167,7 @@ describe.skipIf(missing !== undefined)(
       await page.getByLabel('Password').fill(password);
       await page.getByRole('button', { name: 'Sign in' }).click();
       await page.getByRole('heading', { level: 1, name: 'SSH keys' }).waitFor();
-      assert.equal(await page.title(), 'SSH keys · svc console');
+      await page.waitForFunction(() => document.title === 'SSH keys · svc console');
       await page.getByText('npx svc login').first().waitFor();
 
       // The first key, from the real ssh-keygen, pasted as a person pastes it (comment and newline).
@@ -311,6 +311,7 @@ describe.skipIf(missing !== undefined)(
       const waiting = reviewer
         .getByRole('list', { name: 'Versions waiting for review, oldest first' })
         .getByRole('listitem');
+      await waiting.nth(1).waitFor();
       assert.deepEqual(
         (await waiting.getByRole('heading', { level: 3 }).allTextContents()).map((text) =>
           text.split(' ').slice(-2).join(' '),
