@@ -446,6 +446,8 @@ describe.skipIf(missing !== undefined)(
       await page.getByRole('heading', { level: 1, name: 'My mini-apps' }).waitFor();
 
       // A session that runs out while the page is open ends at the next step, saying so.
+      // (Once the header shows who is signed in: a render after the expiry hides the signed-in links.)
+      await page.getByRole('banner').getByText('ken@example.com').waitFor();
       await page.evaluate(() => {
         const stored = JSON.parse(sessionStorage.getItem('svc.console.session') ?? '{}');
         sessionStorage.setItem(
