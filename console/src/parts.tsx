@@ -1,6 +1,6 @@
 /** The pieces every page is made of: headings that take focus, fields with their errors, messages. */
 import type { ComponentChildren } from 'preact';
-import { useEffect, useId, useLayoutEffect, useRef } from 'preact/hooks';
+import { useEffect, useId, useLayoutEffect, useRef, useState } from 'preact/hooks';
 import { followLink, type PagePath } from './router.ts';
 
 /**
@@ -135,6 +135,25 @@ function useTakeFocus(
     const lost = document.activeElement === document.body || document.activeElement === null;
     if (when === 'always' || lost) element.current?.focus();
   }, [element, message, when]);
+}
+
+/**
+ * A form's submission: the browser's own submit prevented, and one at a time (an Enter pressed
+ * again while the first is on its way does nothing); `busy` meanwhile, for `aria-disabled`.
+ */
+export function useSubmit(action: () => Promise<void>) {
+  const [busy, setBusy] = useState(false);
+  async function onSubmit(event: Event) {
+    event.preventDefault();
+    if (busy) return;
+    setBusy(true);
+    try {
+      await action();
+    } finally {
+      setBusy(false);
+    }
+  }
+  return { busy, onSubmit };
 }
 
 /**

@@ -2,7 +2,7 @@
 import type { components, Problem } from '@svc/sdk';
 import { useState } from 'preact/hooks';
 import { api, ask, fieldErrors, type Outcome } from './api.ts';
-import { ActionWords, Field, useFocusOnRefusal } from './parts.tsx';
+import { ActionWords, Field, useFocusOnRefusal, useSubmit } from './parts.tsx';
 
 export type MiniAppVersion = components['schemas']['MiniAppVersion'];
 export type ReviewState = components['schemas']['ReviewState'];
@@ -77,19 +77,14 @@ export function MoveWithReason({
     problem.code === 'reason_required'
       ? `Give a reason for ${to === 'rejected' ? 'rejecting' : 'removing'} ${version.app_id} ${version.version}: the developer reads it.`
       : (fieldErrors(problem).reason ?? refusedMove(version, problem).detail);
-  const [busy, setBusy] = useState(false);
   const form = useFocusOnRefusal(error);
-  async function submit(event: Event) {
-    event.preventDefault();
-    if (busy) return;
-    setBusy(true);
+  const { busy, onSubmit } = useSubmit(async () => {
     const moved = await moveVersion(version, to, reason.trim() === '' ? undefined : reason);
-    setBusy(false);
     if (!moved.ok) return setError(reasonRefusal(moved.problem));
     onMoved(moved.data);
-  }
+  });
   return (
-    <form ref={form} class="reason" onSubmit={submit} noValidate>
+    <form ref={form} class="reason" onSubmit={onSubmit} noValidate>
       <Field
         label={`Reason to ${action.toLowerCase()} ${version.app_id} ${version.version}`}
         name="reason"

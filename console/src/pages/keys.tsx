@@ -5,7 +5,16 @@
 import type { components, Problem } from '@svc/sdk';
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { api, ask, fieldErrors } from '../api.ts';
-import { ActionWords, Alert, Field, Notice, PageHeading, useFocusOnRefusal, When } from '../parts.tsx';
+import {
+  ActionWords,
+  Alert,
+  Field,
+  Notice,
+  PageHeading,
+  useFocusOnRefusal,
+  useSubmit,
+  When,
+} from '../parts.tsx';
 
 type SshKey = components['schemas']['SshKey'];
 
@@ -25,7 +34,6 @@ export function SshKeys() {
   /** Why the pasted key, or its title, was refused: shown at that field. */
   const [refusal, setRefusal] = useState<{ field: 'public_key' | 'title'; message: string }>();
   const [news, setNews] = useState<string>();
-  const [busy, setBusy] = useState(false);
   const [removing, setRemoving] = useState<SshKey>();
 
   async function load() {
@@ -39,9 +47,7 @@ export function SshKeys() {
 
   const form = useFocusOnRefusal(refusal);
 
-  async function addKey(event: Event) {
-    event.preventDefault();
-    if (busy) return;
+  const { busy, onSubmit: addKey } = useSubmit(async () => {
     setNews(undefined);
     if (privateKeyMarker.test(publicKey))
       return setRefusal({ field: 'public_key', message: privateKeyMessage });
@@ -50,19 +56,17 @@ export function SshKeys() {
         field: 'public_key',
         message: 'Paste a public key: the contents of your .pub file.',
       });
-    setBusy(true);
     const body = title.trim()
       ? { public_key: publicKey.trim(), title: title.trim() }
       : { public_key: publicKey.trim() };
     const added = await ask(api.POST('/api/v1/dev/keys', { body }));
-    setBusy(false);
     if (!added.ok) return setRefusal(keyRefusal(added.problem));
     setRefusal(undefined);
     setPublicKey('');
     setTitle('');
     await load();
     setNews(`Added “${added.data.title}”, ${added.data.fingerprint}.`);
-  }
+  });
 
   async function removeKey(key: SshKey) {
     setRemoving(undefined);

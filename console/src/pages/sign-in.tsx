@@ -2,7 +2,7 @@
 import type { Problem } from '@svc/sdk';
 import { useState } from 'preact/hooks';
 import { api, ask, fieldErrors } from '../api.ts';
-import { Alert, Field, Link, Notice, PageHeading, useFocusOnRefusal } from '../parts.tsx';
+import { Alert, Field, Link, Notice, PageHeading, useFocusOnRefusal, useSubmit } from '../parts.tsx';
 import { pages } from '../router.ts';
 import { session } from '../session.ts';
 
@@ -10,26 +10,20 @@ export function SignIn({ notice, onSignedIn }: { notice: string | undefined; onS
   const [email, setEmail] = useState('');
   const [password, setPassword] = useState('');
   const [problem, setProblem] = useState<Problem>();
-  const [busy, setBusy] = useState(false);
   const form = useFocusOnRefusal(problem);
-
-  async function signIn(event: Event) {
-    event.preventDefault();
-    if (busy) return;
-    setBusy(true);
+  const { busy, onSubmit } = useSubmit(async () => {
     const outcome = await ask(api.POST('/api/v1/account/sessions', { body: { email, password } }));
-    setBusy(false);
     if (!outcome.ok) return setProblem(outcome.problem);
     session.start(outcome.data.access_token, outcome.data.expires_at);
     onSignedIn();
-  }
+  });
 
   const errors = problem ? fieldErrors(problem) : {};
   return (
     <main>
       <PageHeading title="Sign in">Sign in</PageHeading>
       {notice && !problem && <Notice>{notice}</Notice>}
-      <form ref={form} onSubmit={signIn} noValidate>
+      <form ref={form} onSubmit={onSubmit} noValidate>
         <Field
           label="Email"
           name="email"

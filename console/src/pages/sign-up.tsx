@@ -2,7 +2,7 @@
 import type { Problem } from '@svc/sdk';
 import { useState } from 'preact/hooks';
 import { api, ask, fieldErrors } from '../api.ts';
-import { Alert, Field, Link, PageHeading, useFocusOnRefusal } from '../parts.tsx';
+import { Alert, Field, Link, PageHeading, useFocusOnRefusal, useSubmit } from '../parts.tsx';
 import { pages } from '../router.ts';
 import { session } from '../session.ts';
 
@@ -14,25 +14,16 @@ export function SignUp({ onSignedIn }: { onSignedIn: () => void }) {
   const [email, setEmail] = useState('');
   const [password, setPassword] = useState('');
   const [problem, setProblem] = useState<Problem>();
-  const [busy, setBusy] = useState(false);
   const form = useFocusOnRefusal(problem);
-
-  async function signUp(event: Event) {
-    event.preventDefault();
-    if (busy) return;
-    setBusy(true);
-    try {
-      const created = await ask(api.POST('/api/v1/account/signup', { body: { name, email, password } }));
-      if (!created.ok) return setProblem(created.problem);
-      // The account exists; signing it in is the next thing anyone does.
-      const signedIn = await ask(api.POST('/api/v1/account/sessions', { body: { email, password } }));
-      if (!signedIn.ok) return setProblem(signedIn.problem);
-      session.start(signedIn.data.access_token, signedIn.data.expires_at);
-      onSignedIn();
-    } finally {
-      setBusy(false);
-    }
-  }
+  const { busy, onSubmit } = useSubmit(async () => {
+    const created = await ask(api.POST('/api/v1/account/signup', { body: { name, email, password } }));
+    if (!created.ok) return setProblem(created.problem);
+    // The account exists; signing it in is the next thing anyone does.
+    const signedIn = await ask(api.POST('/api/v1/account/sessions', { body: { email, password } }));
+    if (!signedIn.ok) return setProblem(signedIn.problem);
+    session.start(signedIn.data.access_token, signedIn.data.expires_at);
+    onSignedIn();
+  });
 
   const errors = problem ? fieldErrors(problem) : {};
   const field = problem && fieldOfCode[problem.code];
@@ -42,7 +33,7 @@ export function SignUp({ onSignedIn }: { onSignedIn: () => void }) {
   return (
     <main>
       <PageHeading title="Sign up">Create an account</PageHeading>
-      <form ref={form} onSubmit={signUp} noValidate>
+      <form ref={form} onSubmit={onSubmit} noValidate>
         <Field
           label="Name"
           name="name"
