@@ -159,8 +159,15 @@ describe.each(['embedded', 'mosquitto'] as const)('owners end to end on the %s b
       history.body.commands.map((command: { name: string; state: string }) => [command.name, command.state]),
       [['app.install', 'completed']],
     );
-    const metrics = await (await fetch(service.metricsUrl)).text();
-    assert.equal(sample(metrics, 'svc_commands_total', { name: 'app.install', state: 'completed' }), 1);
+    // Counted once the store has it: a moment after the read above may have seen it.
+    await eventually(
+      'the completed install is counted',
+      async () =>
+        sample(await (await fetch(service.metricsUrl)).text(), 'svc_commands_total', {
+          name: 'app.install',
+          state: 'completed',
+        }) === 1,
+    );
 
     const moved = await call(service.url, 'POST', carPath(deviceId, 'transfer'), {
       token: owner.token,

@@ -220,9 +220,10 @@ describe('the MQTT bridge', () => {
         'the acknowledgement moves last seen',
         async () => (await read(deviceId, 'status')).body.last_seen === later,
       );
-      assert.equal(
-        sample(await scrape(), 'svc_mqtt_dropped_total', { reason: 'unknown_command' }),
-        before + 1,
+      await eventually(
+        'the dropped acknowledgement is counted',
+        async () =>
+          sample(await scrape(), 'svc_mqtt_dropped_total', { reason: 'unknown_command' }) === before + 1,
       );
     } finally {
       await car.end();

@@ -113,15 +113,14 @@ describe('commands through Mosquitto, and Mosquitto restarting', () => {
     );
     await commands.until(admin.token, credential.deviceId, sent.body.command_id, 'sent');
 
+    // Counted now: the car may already have had a copy, from the pass that greets a car online.
+    const copiesOf = () => car.received.filter((command) => command.command_id === sent.body.command_id);
+    const copiesBefore = copiesOf().length;
     await mosquitto.kill();
     await mosquitto.start();
     // The car comes back on its own, says online, and is sent what it has not finished.
-    await eventually(
-      'the car receives the command again',
-      () => car.received.filter((command) => command.command_id === sent.body.command_id).length >= 2,
-      30_000,
-    );
-    const copies = car.received.filter((command) => command.command_id === sent.body.command_id);
+    await eventually('the car receives the command again', () => copiesOf().length > copiesBefore, 30_000);
+    const copies = copiesOf();
     assert.ok(
       copies.every((copy) => JSON.stringify(copy) === JSON.stringify(copies[0])),
       'every copy is the same command',

@@ -8,7 +8,7 @@ import { type CarCredential, provisionCars } from '@svc/car-simulator';
 import { afterAll, beforeAll, describe, test } from 'vitest';
 import { type Developer, signUpAdmin } from './support/accounts.ts';
 import { commandsOf, startWatchedSimulator, type WatchedSimulator } from './support/commands.ts';
-import { call } from './support/http.ts';
+import { call, eventually } from './support/http.ts';
 import { sample } from './support/metrics.ts';
 import { startMosquitto, type TestMosquitto } from './support/mosquitto.ts';
 import { startTestService, type TestService } from './support/service.ts';
@@ -80,9 +80,7 @@ describe.skipIf(needsPostgres)(
         await commandsOf(second.url).until(admin.token, deviceId, commandId, 'completed', 30_000);
       }
 
-      const scrapes = await Promise.all(
-        replicas.map(async (replica) => String((await call(replica.metricsUrl, 'GET', '')).body)),
-      );
+      let scrapes: string[] = [];
       const counted = (state: string) =>
         scrapes
           .flatMap((text) =>
@@ -90,6 +88,13 @@ describe.skipIf(needsPostgres)(
           )
           .reduce((sum, count) => sum + count, 0);
       const total = carCount * commandsPerCar;
+      // The last move is counted a moment after a reader may see it stored.
+      await eventually('every completion is counted', async () => {
+        scrapes = await Promise.all(
+          replicas.map(async (replica) => String((await call(replica.metricsUrl, 'GET', '')).body)),
+        );
+        return counted('completed') >= total;
+      });
       assert.equal(counted('queued'), total, 'queued, over both replicas');
       assert.equal(counted('completed'), total, 'completed, over both replicas');
       // A command may skip these: the car's `accepted` can overtake the PUBACK's UPDATE, and with
