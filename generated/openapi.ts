@@ -375,6 +375,35 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/mini-apps/versions/{version_id}/package": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The id of the mini-app version.
+                 * @example 7d3f1a2b-4c5d-4e6f-8a9b-0c1d2e3f4a5b
+                 */
+                version_id: components["parameters"]["VersionId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Download the package of a version
+         * @description The package file of one version, exactly the bytes that were uploaded and submitted (its
+         *     `package.sha256` and `package.size`), for an admin to read before approving it and for the
+         *     app's developer to check what they submitted. Anyone else's version is 404, as if absent.
+         *     Every version keeps its package, whatever its review state.
+         */
+        get: operations["downloadMiniAppPackage"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/admin/review-queue": {
         parameters: {
             query?: never;
@@ -3265,6 +3294,43 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["UnprocessableEntity"];
+            426: components["responses"]["UpgradeRequired"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    downloadMiniAppPackage: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The id of the mini-app version.
+                 * @example 7d3f1a2b-4c5d-4e6f-8a9b-0c1d2e3f4a5b
+                 */
+                version_id: components["parameters"]["VersionId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The package, a gzip-compressed tar with `manifest.json` at its root. */
+            200: {
+                headers: {
+                    /** @description An attachment named for the app and version, e.g. `attachment; filename="com.example.hello-car-1.0.0.tgz"`. */
+                    "Content-Disposition"?: string;
+                    /** @description The package's sha256, quoted. */
+                    ETag?: string;
+                    /** @description `private, no-store`: a package under review is nobody else's to keep. */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/gzip": string;
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
             426: components["responses"]["UpgradeRequired"];
             503: components["responses"]["ServiceUnavailable"];
         };

@@ -51,6 +51,7 @@ export const routes = {
   listMyMiniApps: { method: 'get', openapiPath: '/api/v1/mini-apps/mine', expressPath: '/api/v1/mini-apps/mine', security: ['bearerAuth'], adminOnly: false },
   submitMiniApp: { method: 'post', openapiPath: '/api/v1/mini-apps/submit', expressPath: '/api/v1/mini-apps/submit', security: ['bearerAuth'], adminOnly: false },
   createUploadUrl: { method: 'post', openapiPath: '/api/v1/mini-apps/upload-url', expressPath: '/api/v1/mini-apps/upload-url', security: ['bearerAuth'], adminOnly: false },
+  downloadMiniAppPackage: { method: 'get', openapiPath: '/api/v1/mini-apps/versions/{version_id}/package', expressPath: '/api/v1/mini-apps/versions/:version_id/package', security: ['bearerAuth'], adminOnly: false },
   transitionMiniAppVersion: { method: 'post', openapiPath: '/api/v1/mini-apps/versions/{version_id}/transitions', expressPath: '/api/v1/mini-apps/versions/:version_id/transitions', security: ['bearerAuth'], adminOnly: false },
   getHealth: { method: 'get', openapiPath: '/healthz', expressPath: '/healthz', security: [], adminOnly: false },
   getReadiness: { method: 'get', openapiPath: '/readyz', expressPath: '/readyz', security: [], adminOnly: false },

@@ -4,6 +4,8 @@
  * is a compile error until it has a handler, and a handler for an operation the contract lacks,
  * or one answering with a status or body the contract does not allow, does not compile either.
  */
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import type { NextFunction, Request, RequestHandler, Response, Router } from 'express';
 import type { operations } from '../../../generated/openapi.ts';
 import { type OperationId, routes } from '../../../generated/routes.ts';
@@ -32,7 +34,12 @@ export interface OperationRequest<K extends OperationId> {
 }
 
 type ResponsesOf<K extends OperationId> = Operation<K>['responses'];
-type ResponseBody<R> = R extends { content: infer C } ? C[keyof C] : undefined;
+/** A body of bytes (a package) is a stream from its file, never held whole in memory. */
+type ResponseBody<R> = R extends { content: infer C }
+  ? 'application/gzip' extends keyof C
+    ? Readable
+    : C[keyof C]
+  : undefined;
 
 /** What a handler answers: one status of the contract, with a body of that status's type. */
 export type OperationResponse<K extends OperationId> = {
@@ -69,15 +76,23 @@ export interface BindOptions {
 /** Exactly one handler for every operation of the contract: no more, no fewer. */
 export type Handlers = { [K in OperationId]: Handler<K> };
 
-function send(
+async function send(
   res: Response,
   response: { status: PropertyKey; body?: unknown; headers?: Record<string, string> },
-) {
+): Promise<void> {
   const status = Number(response.status);
   res.status(status);
   for (const [name, value] of Object.entries(response.headers ?? {})) res.setHeader(name, value);
   if (response.body === undefined) {
     res.end();
+    return;
+  }
+  if (response.body instanceof Readable) {
+    // A failure half-way ends the exchange: the client sees a short body, not a wrong one. A
+    // client that goes away before the end is no fault of the service's.
+    await pipeline(response.body, res).catch((error: NodeJS.ErrnoException) => {
+      if (error.code !== 'ERR_STREAM_PREMATURE_CLOSE') throw error;
+    });
     return;
   }
   if (status >= 400) res.type('application/problem+json');
@@ -120,7 +135,7 @@ function bindOne<K extends OperationId>(
       // The validators in front of the handler have checked these against the contract.
       const request = { params: req.params, query: req.query, body: req.body } as OperationRequest<K>;
       const response = await handler(request, { principal, req, res });
-      if (!res.headersSent) send(res, response);
+      if (!res.headersSent) await send(res, response);
     },
   );
 }

@@ -1,5 +1,6 @@
 /** Mini-apps: submitting an uploaded package as a new version, listing, and review moves. */
 import { randomUUID } from 'node:crypto';
+import type { Readable } from 'node:stream';
 import { compareVersions, parseVersion } from '@svc/sdk';
 import type { components } from '../../../generated/openapi.ts';
 import type { Principal } from '../auth/principal.ts';
@@ -116,6 +117,29 @@ export interface MiniAppService {
   ): Promise<VersionRow>;
   /** Versions waiting for review and versions live on cars (which an admin may remove). */
   reviewQueue(principal: Principal): Promise<{ waiting: VersionRow[]; published: VersionRow[] }>;
+  /** The version's package, to read: for admins and the app's developer. */
+  openPackage(principal: Principal, versionId: string): Promise<{ version: VersionRow; content: Readable }>;
+}
+
+/**
+ * The version `versionId` and who `principal` is to it, locked when `lock`. Someone else's
+ * version is as good as absent to a developer: 404, whether or not it exists.
+ */
+async function versionFor(
+  db: Db,
+  principal: Principal,
+  versionId: string,
+  options: { lock?: boolean } = {},
+): Promise<{ version: VersionRow; app: MiniAppRow; parties: Set<Party> }> {
+  const version = await findVersion(db, versionId, options);
+  const app = version && (await findApp(db, version.app_id));
+  const parties = new Set<Party>();
+  if (principal.isAdmin) parties.add('admin');
+  if (app?.owner_id === principal.accountId) parties.add('owner');
+  if (!version || !app || parties.size === 0) {
+    throw new NotFoundError('version_not_found', `No mini-app version ${versionId} of yours exists.`);
+  }
+  return { version, app, parties };
 }
 
 export function createMiniAppService(deps: { db: Db; clock: Clock; uploads: UploadService }): MiniAppService {
@@ -201,15 +225,7 @@ export function createMiniAppService(deps: { db: Db; clock: Clock; uploads: Uplo
 
     async transition(principal, versionId, to, reason) {
       return db.transaction(async (trx) => {
-        const version = await findVersion(trx, versionId, { lock: true });
-        const app = version && (await findApp(trx, version.app_id));
-        const parties = new Set<Party>();
-        if (principal.isAdmin) parties.add('admin');
-        if (app?.owner_id === principal.accountId) parties.add('owner');
-        // Someone else's version is as good as absent to a developer.
-        if (!version || !app || parties.size === 0) {
-          throw new NotFoundError('version_not_found', `No mini-app version ${versionId} of yours exists.`);
-        }
+        const { version, app, parties } = await versionFor(trx, principal, versionId, { lock: true });
         const move = checkMove(version.review_state, to, parties, reason);
         const now = clock();
         if (move.to === 'published') {
@@ -253,6 +269,11 @@ export function createMiniAppService(deps: { db: Db; clock: Clock; uploads: Uplo
         waiting: await listVersionsInStates(db, ['submitted', 'in_review']),
         published: await listVersionsInStates(db, ['published']),
       };
+    },
+
+    async openPackage(principal, versionId) {
+      const { version } = await versionFor(db, principal, versionId);
+      return { version, content: await uploads.openPackage(version.upload_id) };
     },
   };
 }

@@ -5,8 +5,9 @@
  * be told from what a live one is writing (replicas may share the folder).
  */
 import { mkdirSync } from 'node:fs';
-import { readdir, rename, rm, stat } from 'node:fs/promises';
+import { open, readdir, rename, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
+import type { Readable } from 'node:stream';
 
 export interface PartialFile {
   path: string;
@@ -23,6 +24,8 @@ export interface BlobStore {
   /** Moves a finished partial file to its package path. */
   keep(partial: string, uploadId: string): Promise<void>;
   discard(partial: string): Promise<void>;
+  /** A stored package, to read from its start; rejects when it is not there. */
+  readPackage(uploadId: string): Promise<Readable>;
   /** Deletes a stored package (one refused at submit). */
   removePackage(uploadId: string): Promise<void>;
   /** Every partial file in the folder. */
@@ -43,6 +46,8 @@ export function createBlobStore(dataDir: string): BlobStore {
     packagePath,
     keep: (partial, uploadId) => rename(partial, packagePath(uploadId)),
     discard: (partial) => rm(partial, { force: true }),
+    // Opened before the answer starts, so that a missing file is an error, not a short body.
+    readPackage: async (uploadId) => (await open(packagePath(uploadId))).createReadStream(),
     removePackage: (uploadId) => rm(packagePath(uploadId), { force: true }),
     async partials() {
       const names = (await readdir(incoming)).filter((name) => name.endsWith('.part'));

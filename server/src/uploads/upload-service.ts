@@ -117,6 +117,8 @@ export interface UploadService {
   markSubmitted(trx: Db, uploadId: string, at: Date): Promise<void>;
   /** Marks the upload refused at submit and deletes its package, of no further use. */
   refuse(uploadId: string): Promise<void>;
+  /** The package of a submitted upload (a version's), to read. */
+  openPackage(uploadId: string): Promise<Readable>;
   /**
    * Lets go of the uploads whose receivers stopped renewing their lease (they died), and deletes
    * the partial files here that no live PUT is writing.
@@ -291,6 +293,8 @@ export function createUploadService(deps: {
       await markRefused(db, uploadId, clock());
       await blobs.removePackage(uploadId);
     },
+
+    openPackage: (uploadId) => blobs.readPackage(uploadId),
 
     async sweep() {
       const now = clock();

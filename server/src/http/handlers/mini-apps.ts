@@ -1,4 +1,7 @@
-/** Publishing: upload URL, the presigned PUT, submit, my apps, review moves and the review queue. */
+/**
+ * Publishing: upload URL, the presigned PUT, submit, my apps, review moves, the review queue and
+ * a version's package.
+ */
 import { toApiVersion } from '../../mini-apps/mini-app-service.ts';
 import { toApiPackageLimits } from '../../mini-apps/package-check.ts';
 import type { Services } from '../../services.ts';
@@ -33,6 +36,22 @@ export function miniAppHandlers({ uploads, miniApps, config }: Services) {
       status: 200,
       body: toApiVersion(await miniApps.transition(principal, params.version_id, body.to, body.reason)),
     }),
+
+    downloadMiniAppPackage: async ({ params }, { principal }) => {
+      const { version, content } = await miniApps.openPackage(principal, params.version_id);
+      return {
+        status: 200,
+        body: content,
+        headers: {
+          'Content-Type': 'application/gzip',
+          'Content-Length': String(version.package_size),
+          // App ids and versions hold no quote, slash or space: the name needs no escaping.
+          'Content-Disposition': `attachment; filename="${version.app_id}-${version.version}.tgz"`,
+          ETag: `"${version.package_sha256}"`,
+          'Cache-Control': 'private, no-store',
+        },
+      };
+    },
 
     listReviewQueue: async (_request, { principal }) => {
       const { waiting, published } = await miniApps.reviewQueue(principal);
