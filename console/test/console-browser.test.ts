@@ -8,6 +8,7 @@
  */
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
@@ -319,6 +320,25 @@ describe.skipIf(missing !== undefined)(
         ['1.0.0 com.example.console', '1.1.0 com.example.console'],
       );
       await checkPage(reviewer, 'review-queue');
+
+      // The admin reads the package before judging it: the file saved is the one submitted.
+      const [saved] = await Promise.all([
+        reviewer.waitForEvent('download'),
+        reviewer.getByRole('button', { name: 'Download package com.example.console 1.0.0' }).click(),
+      ]);
+      assert.equal(saved.suggestedFilename(), 'com.example.console-1.0.0.tgz');
+      const queued = await call(service.url, 'GET', '/api/v1/admin/review-queue', { token: admin.token });
+      const submitted = queued.body.versions.find(
+        (version: { version: string }) => version.version === '1.0.0',
+      );
+      assert.equal(
+        createHash('sha256')
+          .update(readFileSync(await saved.path()))
+          .digest('hex'),
+        submitted.package.sha256,
+      );
+      assert.match(execFileSync('tar', ['-tzf', await saved.path()], { encoding: 'utf8' }), /manifest\.json/);
+
       await reviewer.getByRole('button', { name: 'Start review of com.example.console 1.0.0' }).click();
       await reviewer.getByRole('button', { name: 'Approve com.example.console 1.0.0' }).click();
       await reviewer.getByRole('status').getByText('com.example.console 1.0.0 is now: approved.').waitFor();

@@ -59,6 +59,7 @@ export function ReviewQueuePage() {
             label="Versions waiting for review, oldest first"
             versions={queue.versions}
             empty="Nothing waits for review."
+            onProblem={setProblem}
           >
             {(version) =>
               version.review_state === 'submitted' ? (
@@ -76,7 +77,12 @@ export function ReviewQueuePage() {
             }
           </VersionCards>
           <h2>Live on cars</h2>
-          <VersionCards label="Versions live on cars" versions={queue.published} empty="No version is live.">
+          <VersionCards
+            label="Versions live on cars"
+            versions={queue.published}
+            empty="No version is live."
+            onProblem={setProblem}
+          >
             {(version) => <MoveWithReason version={version} to="removed" action="Remove" onMoved={moved} />}
           </VersionCards>
         </>
@@ -85,16 +91,18 @@ export function ReviewQueuePage() {
   );
 }
 
-/** One card a version, in the order given, with the moves `children` offers for it. */
+/** One card a version, in the order given, with its package and the moves `children` offers. */
 function VersionCards({
   label,
   versions,
   empty,
+  onProblem,
   children,
 }: {
   label: string;
   versions: MiniAppVersion[];
   empty: string;
+  onProblem: (problem: Problem) => void;
   children: (version: MiniAppVersion) => ComponentChildren;
 }) {
   if (versions.length === 0) return <p>{empty}</p>;
@@ -103,10 +111,51 @@ function VersionCards({
       {versions.map((version) => (
         <li key={version.id} class="card">
           <VersionDetails version={version} />
+          <DownloadPackage version={version} onProblem={onProblem} />
           {children(version)}
         </li>
       ))}
     </ol>
+  );
+}
+
+/**
+ * Saves the version's package, to read before judging it. Fetched with the session's token (a
+ * plain link could not carry it), then handed to the browser as a file of the name the service gives.
+ */
+function DownloadPackage({
+  version,
+  onProblem,
+}: {
+  version: MiniAppVersion;
+  onProblem: (problem: Problem) => void;
+}) {
+  const [busy, setBusy] = useState(false);
+  async function save() {
+    if (busy) return;
+    setBusy(true);
+    try {
+      const fetched = await ask(
+        api.GET('/api/v1/mini-apps/versions/{version_id}/package', {
+          params: { path: { version_id: version.id } },
+          parseAs: 'blob',
+        }),
+      );
+      if (!fetched.ok) return onProblem(fetched.problem);
+      const link = document.createElement('a');
+      link.href = URL.createObjectURL(fetched.data);
+      link.download = `${version.app_id}-${version.version}.tgz`;
+      link.click();
+      // The browser reads the file after the click returns: let it go a while later.
+      setTimeout(() => URL.revokeObjectURL(link.href), 60_000);
+    } finally {
+      setBusy(false);
+    }
+  }
+  return (
+    <button type="button" class="secondary" aria-disabled={busy} onClick={save}>
+      <ActionWords action="Download package" on={`${version.app_id} ${version.version}`} />
+    </button>
   );
 }
 
