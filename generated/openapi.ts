@@ -393,7 +393,9 @@ export interface paths {
          * @description The package file of one version, exactly the bytes that were uploaded and submitted (its
          *     `package.sha256` and `package.size`), for an admin to read before approving it and for the
          *     app's developer to check what they submitted. Anyone else's version is 404, as if absent.
-         *     Every version keeps its package, whatever its review state.
+         *     Every version keeps its package, whatever its review state. The bytes are checked against
+         *     `package.sha256` as they are sent: a stored file that no longer matches ends the answer
+         *     short (fewer bytes than `Content-Length`), never complete with other bytes.
          */
         get: operations["downloadMiniAppPackage"];
         put?: never;
@@ -3318,8 +3320,6 @@ export interface operations {
                 headers: {
                     /** @description An attachment named for the app and version, e.g. `attachment; filename="com.example.hello-car-1.0.0.tgz"`. */
                     "Content-Disposition"?: string;
-                    /** @description The package's sha256, quoted. */
-                    ETag?: string;
                     /** @description `private, no-store`: a package under review is nobody else's to keep. */
                     "Cache-Control"?: string;
                     [name: string]: unknown;

@@ -184,6 +184,11 @@ export function createApp(config: Config, deps: AppDependencies = {}) {
   let bridgeWriter: Db | undefined;
   const app = express();
   app.disable('x-powered-by');
+  // No answer is to be taken for another type than it says (a package or a problem as a page).
+  app.use((_req, res, next) => {
+    res.setHeader('X-Content-Type-Options', 'nosniff');
+    next();
+  });
   app.set('query parser', 'simple');
   // Behind a load balancer the client address (sign-in limits) comes from X-Forwarded-For.
   if (config.trustProxy) app.set('trust proxy', config.trustProxy);

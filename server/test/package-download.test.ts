@@ -3,12 +3,12 @@
  * developer what they submitted, byte for byte; anyone else finds nothing there.
  */
 import assert from 'node:assert/strict';
-import { createHash } from 'node:crypto';
-import { rmSync } from 'node:fs';
+import { createHash, randomBytes } from 'node:crypto';
+import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, test } from 'vitest';
 import { type Developer, signUpAdmin, signUpDeveloper } from './support/accounts.ts';
-import { call, putPackage } from './support/http.ts';
+import { call, eventually, putPackage } from './support/http.ts';
 import { makePackage, manifestFor, type TestPackage } from './support/packages.ts';
 import { startTestService, type TestService } from './support/service.ts';
 
@@ -66,8 +66,8 @@ describe('downloading the package of a version', () => {
         answer.headers.get('content-disposition'),
         'attachment; filename="com.example.download-1.2.3-beta.1+build.7.tgz"',
       );
-      assert.equal(answer.headers.get('etag'), `"${pkg.sha256}"`);
       assert.equal(answer.headers.get('cache-control'), 'private, no-store');
+      assert.equal(answer.headers.get('x-content-type-options'), 'nosniff');
       const bytes = Buffer.from(await answer.arrayBuffer());
       assert.equal(createHash('sha256').update(bytes).digest('hex'), pkg.sha256);
       assert.deepEqual(bytes, pkg.bytes);
@@ -104,6 +104,9 @@ describe('downloading the package of a version', () => {
     // Exactly what an id that names nothing gets: the stranger cannot tell the version exists.
     const nobodys = '00000000-0000-4000-8000-000000000000';
     const unknown = await download(nobodys, stranger.token);
+    // An admin is not told "of yours": every version is theirs to read.
+    const toAdmin = (await (await download(nobodys, admin.token)).json()) as { detail: string };
+    assert.equal(toAdmin.detail, `No mini-app version ${nobodys} exists.`);
     assert.equal(unknown.status, 404);
     const same = (body: { detail: string; instance: string }) => ({
       ...body,
@@ -121,7 +124,7 @@ describe('downloading the package of a version', () => {
     assert.match(JSON.stringify(await malformed.json()), /version_id/);
   });
 
-  test('when the stored file is gone then the answer is an error the operator finds logged, never a short package', async () => {
+  test('when the stored file is gone then the answer is an error the operator finds logged', async () => {
     const pkg = makePackage(manifestFor('com.example.vanished', '1.0.0'));
     const { versionId, uploadId } = await submit(developer, pkg);
     rmSync(join(service.config.dataDir, 'blobs', 'packages', `${uploadId}.tar.gz`));
@@ -134,5 +137,34 @@ describe('downloading the package of a version', () => {
       service.logs.slice(from).some((line) => line.includes('request failed') && line.includes('ENOENT')),
       service.logs.slice(from).join('\n'),
     );
+  });
+
+  test('when the stored file was changed since it was submitted then the answer ends short, never complete with other bytes, and the operator finds it logged', async () => {
+    const pkg = makePackage(manifestFor('com.example.tampered', '1.0.0'), {
+      // Several chunks of a read stream, and no ratio of packing the service would refuse.
+      'index.html': randomBytes(150_000).toString('base64'),
+    });
+    const { versionId, uploadId } = await submit(developer, pkg);
+    const stored = join(service.config.dataDir, 'blobs', 'packages', `${uploadId}.tar.gz`);
+    const changed = Buffer.from(pkg.bytes);
+    changed[changed.length - 20] = (changed[changed.length - 20] ?? 0) ^ 0xff;
+    writeFileSync(stored, changed);
+
+    const from = service.logs.length;
+    const answer = await download(versionId, admin.token);
+    // The headers left before the last bytes were read; the body stops short of what they said.
+    assert.equal(answer.status, 200);
+    assert.equal(answer.headers.get('content-length'), String(pkg.size));
+    await assert.rejects(answer.arrayBuffer());
+    await eventually('the operator is told', () =>
+      service.logs
+        .slice(from)
+        .some((line) => line.includes('request failed') && line.includes('is not the one submitted')),
+    );
+
+    // Put back, it is served whole again.
+    writeFileSync(stored, pkg.bytes);
+    const restored = await download(versionId, admin.token);
+    assert.deepEqual(Buffer.from(await restored.arrayBuffer()), pkg.bytes);
   });
 });

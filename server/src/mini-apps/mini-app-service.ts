@@ -137,7 +137,8 @@ async function versionFor(
   if (principal.isAdmin) parties.add('admin');
   if (app?.owner_id === principal.accountId) parties.add('owner');
   if (!version || !app || parties.size === 0) {
-    throw new NotFoundError('version_not_found', `No mini-app version ${versionId} of yours exists.`);
+    const whose = principal.isAdmin ? '' : ' of yours';
+    throw new NotFoundError('version_not_found', `No mini-app version ${versionId}${whose} exists.`);
   }
   return { version, app, parties };
 }
@@ -273,7 +274,8 @@ export function createMiniAppService(deps: { db: Db; clock: Clock; uploads: Uplo
 
     async openPackage(principal, versionId) {
       const { version } = await versionFor(db, principal, versionId);
-      return { version, content: await uploads.openPackage(version.upload_id) };
+      const expected = { size: version.package_size, sha256: version.package_sha256 };
+      return { version, content: await uploads.openPackage(version.upload_id, expected) };
     },
   };
 }

@@ -117,8 +117,8 @@ export interface UploadService {
   markSubmitted(trx: Db, uploadId: string, at: Date): Promise<void>;
   /** Marks the upload refused at submit and deletes its package, of no further use. */
   refuse(uploadId: string): Promise<void>;
-  /** The package of a submitted upload (a version's), to read. */
-  openPackage(uploadId: string): Promise<Readable>;
+  /** The package of a submitted upload (a version's), to read; it fails short if not `expected`. */
+  openPackage(uploadId: string, expected: { size: number; sha256: string }): Promise<Readable>;
   /**
    * Lets go of the uploads whose receivers stopped renewing their lease (they died), and deletes
    * the partial files here that no live PUT is writing.
@@ -294,7 +294,7 @@ export function createUploadService(deps: {
       await blobs.removePackage(uploadId);
     },
 
-    openPackage: (uploadId) => blobs.readPackage(uploadId),
+    openPackage: (uploadId, expected) => blobs.readPackage(uploadId, expected),
 
     async sweep() {
       const now = clock();

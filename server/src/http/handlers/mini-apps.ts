@@ -47,7 +47,6 @@ export function miniAppHandlers({ uploads, miniApps, config }: Services) {
           'Content-Length': String(version.package_size),
           // App ids and versions hold no quote, slash or space: the name needs no escaping.
           'Content-Disposition': `attachment; filename="${version.app_id}-${version.version}.tgz"`,
-          ETag: `"${version.package_sha256}"`,
           'Cache-Control': 'private, no-store',
         },
       };
