@@ -48,6 +48,51 @@ export function refusedMove(version: MiniAppVersion, problem: Problem): Problem 
   };
 }
 
+/**
+ * Saves the version's package: for an admin to read before judging it, for its developer to check
+ * what was submitted. Fetched with the session's token (a plain link could not carry it), then
+ * handed to the browser as a file named as the service names it.
+ */
+export function DownloadPackage({
+  version,
+  onProblem,
+}: {
+  version: MiniAppVersion;
+  onProblem: (problem: Problem) => void;
+}) {
+  const [busy, setBusy] = useState(false);
+  async function save() {
+    if (busy) return;
+    setBusy(true);
+    try {
+      const fetched = await ask(
+        api.GET('/api/v1/mini-apps/versions/{version_id}/package', {
+          params: { path: { version_id: version.id } },
+          parseAs: 'blob',
+        }),
+      );
+      if (!fetched.ok) {
+        const { problem } = fetched;
+        const detail = `The package of ${version.app_id} ${version.version} could not be downloaded: ${problem.detail}`;
+        return onProblem({ ...problem, detail });
+      }
+      const link = document.createElement('a');
+      link.href = URL.createObjectURL(fetched.data);
+      link.download = `${version.app_id}-${version.version}.tgz`;
+      link.click();
+      // The browser reads the file after the click returns: let it go a while later.
+      setTimeout(() => URL.revokeObjectURL(link.href), 60_000);
+    } finally {
+      setBusy(false);
+    }
+  }
+  return (
+    <button type="button" class="secondary" aria-disabled={busy} onClick={save}>
+      <ActionWords action="Download package" on={`${version.app_id} ${version.version}`} />
+    </button>
+  );
+}
+
 /** The bytes of a package in the unit a person reads. */
 export function packageSize(bytes: number): string {
   if (bytes < 1024) return `${bytes} bytes`;

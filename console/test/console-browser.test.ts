@@ -429,9 +429,16 @@ describe.skipIf(missing !== undefined)(
       assert.equal(await table.getByRole('button', { name: /Release/ }).count(), 0);
       await table.getByRole('button', { name: /Withdraw .* 2\.0\.0/ }).click();
       await page.getByRole('status').getByText('Withdrew com.example.withdrawn 2.0.0 from review.').waitFor();
-      await table.getByText('Withdrawn').waitFor();
-      assert.equal(await table.getByRole('button').count(), 0);
+      await table.getByText('Withdrawn', { exact: true }).waitFor();
+      assert.equal(await table.getByRole('button', { name: /Withdraw|Release/ }).count(), 0);
       await checkPage(page, 'my-mini-apps-withdrawn');
+      // Withdrawn, the version keeps its package: its developer can still save what was submitted.
+      const [saved] = await Promise.all([
+        page.waitForEvent('download'),
+        table.getByRole('button', { name: 'Download package com.example.withdrawn 2.0.0' }).click(),
+      ]);
+      assert.equal(saved.suggestedFilename(), 'com.example.withdrawn-2.0.0.tgz');
+      assert.match(execFileSync('tar', ['-tzf', await saved.path()], { encoding: 'utf8' }), /manifest\.json/);
     });
 
     test('when the service refuses the token then the console forgets it and asks for a sign-in, saying why', async () => {

@@ -1,14 +1,21 @@
 /**
  * My mini-apps: each app with every version, its review state and reason, the live version and the
  * last change (what `svc status` shows, and more). Withdraw a version in review, release an
- * approved one; the service's rules decide, and its refusals are shown as it words them.
+ * approved one; the service's rules decide, and its refusals are shown as it words them. Each
+ * version's package can be downloaded, as submitted.
  */
 import { compareVersions, type components, type Problem } from '@svc/sdk';
 import { useState } from 'preact/hooks';
 import { api, ask } from '../api.ts';
 import { ActionWords, Alert, Notice, PageHeading, When } from '../parts.tsx';
 import { changed, useRefreshing } from '../refresh.ts';
-import { type MiniAppVersion, moveVersion, ReviewStateBadge, refusedMove } from '../versions.tsx';
+import {
+  DownloadPackage,
+  type MiniAppVersion,
+  moveVersion,
+  ReviewStateBadge,
+  refusedMove,
+} from '../versions.tsx';
 
 type MiniApp = components['schemas']['MiniApp'];
 
@@ -52,7 +59,7 @@ export function MyMiniApps() {
         </p>
       )}
       {apps?.map((app) => (
-        <AppCard key={app.id} app={app} onMove={move} />
+        <AppCard key={app.id} app={app} onMove={move} onProblem={setProblem} />
       ))}
     </main>
   );
@@ -61,9 +68,11 @@ export function MyMiniApps() {
 function AppCard({
   app,
   onMove,
+  onProblem,
 }: {
   app: MiniApp;
   onMove: (version: MiniAppVersion, to: 'withdrawn' | 'published') => void;
+  onProblem: (problem: Problem) => void;
 }) {
   const headingId = `app-${app.id}`;
   return (
@@ -99,6 +108,7 @@ function AppCard({
                   <ReviewStateBadge state={version.review_state} />
                   {version.reason && <p class="reason-text">{version.reason}</p>}
                   <VersionActions version={version} app={app} onMove={onMove} />
+                  <DownloadPackage version={version} onProblem={onProblem} />
                 </td>
                 <td>
                   <When at={version.updated_at} />

@@ -9,6 +9,7 @@ import { api, ask } from '../api.ts';
 import { ActionWords, Alert, Notice, PageHeading, When } from '../parts.tsx';
 import { changed, useRefreshing } from '../refresh.ts';
 import {
+  DownloadPackage,
   type MiniAppVersion,
   MoveWithReason,
   moveVersion,
@@ -116,46 +117,6 @@ function VersionCards({
         </li>
       ))}
     </ol>
-  );
-}
-
-/**
- * Saves the version's package, to read before judging it. Fetched with the session's token (a
- * plain link could not carry it), then handed to the browser as a file of the name the service gives.
- */
-function DownloadPackage({
-  version,
-  onProblem,
-}: {
-  version: MiniAppVersion;
-  onProblem: (problem: Problem) => void;
-}) {
-  const [busy, setBusy] = useState(false);
-  async function save() {
-    if (busy) return;
-    setBusy(true);
-    try {
-      const fetched = await ask(
-        api.GET('/api/v1/mini-apps/versions/{version_id}/package', {
-          params: { path: { version_id: version.id } },
-          parseAs: 'blob',
-        }),
-      );
-      if (!fetched.ok) return onProblem(fetched.problem);
-      const link = document.createElement('a');
-      link.href = URL.createObjectURL(fetched.data);
-      link.download = `${version.app_id}-${version.version}.tgz`;
-      link.click();
-      // The browser reads the file after the click returns: let it go a while later.
-      setTimeout(() => URL.revokeObjectURL(link.href), 60_000);
-    } finally {
-      setBusy(false);
-    }
-  }
-  return (
-    <button type="button" class="secondary" aria-disabled={busy} onClick={save}>
-      <ActionWords action="Download package" on={`${version.app_id} ${version.version}`} />
-    </button>
   );
 }
 
