@@ -5,13 +5,7 @@
 import { type ApiClient, createApiClient, isProblem } from '@svc/sdk';
 import { defaultApiUrl, type SvcContext } from './context.ts';
 import { AuthenticationNeeded, CliError, ExitCode } from './errors.ts';
-import {
-  openTokenStore,
-  resolveToken,
-  type StoredCredential,
-  type TokenSource,
-  type TokenStore,
-} from './token-store.ts';
+import { openTokenStore, resolveToken, type TokenSource, type TokenStore } from './token-store.ts';
 import { userAgent } from './version.ts';
 
 export interface Session {
@@ -122,22 +116,5 @@ export async function expectOk<T>(session: Session, call: Promise<FetchResult<T>
           ? `${problem.detail} (${problem.code}, HTTP ${response.status})`
           : `the service answered HTTP ${response.status}`,
       );
-  }
-}
-
-/** How long logout waits for the service before it signs out on this machine alone. */
-const endSessionTimeoutMs = 5_000;
-
-/** Ends the stored token's session at the service that minted it; whether it did. */
-export async function endSession(stored: StoredCredential): Promise<boolean> {
-  try {
-    const client = createApiClient({ baseUrl: stored.api_url, token: stored.access_token, userAgent });
-    const { response } = await client.DELETE('/api/v1/account/sessions/current', {
-      signal: AbortSignal.timeout(endSessionTimeoutMs),
-    });
-    // 401: the session had already ended (expired, its key removed): nothing is left to end.
-    return response.status === 204 || response.status === 401;
-  } catch {
-    return false;
   }
 }

@@ -110,20 +110,18 @@ describe('svc end to end', () => {
     assert.equal(whoami.code, 0, whoami.stderr);
   });
 
-  test('when the developer logs out then whoami needs a login (exit 4), and the key stays registered', async () => {
+  test('when the developer logs out then whoami needs a login (exit 4), the key stays registered, and a copy of the token still works', async () => {
     const token = JSON.parse((await svc(['whoami', '--json'], env)).stdout);
     assert.ok(token.account);
     const stored = JSON.parse(readFileSync(join(home, '.config/svc/sdk.json'), 'utf8'))
       .access_token as string;
     const logout = await svc(['logout'], env);
     assert.equal(logout.code, 0);
-    assert.match(
-      logout.stdout,
-      /Signed out: the local token is removed, and its session ended at the service\./,
-    );
+    assert.match(logout.stdout, /^Signed out: the local token is removed\.\n$/);
+    assert.match(logout.stderr, /A copy of that token made elsewhere works until /);
     assert.match(logout.stderr, /stays registered/);
-    // A copy of the token made before the logout no longer works either.
-    assert.equal((await call(service.url, 'GET', '/api/v1/dev/me', { token: stored })).status, 401);
+    // Logout is local only (SPEC): a copy of the token, say a CI job's SVC_TOKEN, goes on working.
+    assert.equal((await call(service.url, 'GET', '/api/v1/dev/me', { token: stored })).status, 200);
     const whoami = await svc(['whoami'], env);
     assert.equal(whoami.code, 4);
     assert.match(whoami.stderr, /svc login/);

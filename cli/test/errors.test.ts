@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -215,6 +215,17 @@ describe('svc errors a person understands', () => {
     const run = await runSvc(['whoami', '--api-url', `${url}/api/v1`], env());
     assert.equal(run.code, 0, run.stderr);
     assert.equal((await runSvc(['whoami', '--api-url', 'htp://x'], env())).code, 2);
+  });
+
+  test('when a signed-in developer logs out then svc makes no network call and removes the local token', async () => {
+    storeToken(url);
+    const before = seen.length;
+    const run = await runSvc(['logout'], userEnv(home, { SVC_API_URL: url }));
+    assert.equal(run.code, 0, run.stderr);
+    assert.equal(run.stdout, 'Signed out: the local token is removed.\n');
+    assert.equal(seen.length, before, 'logout sent no request to the service');
+    assert.equal(existsSync(join(home, '.config', 'svc', 'sdk.json')), false);
+    rmSync(join(home, '.config'), { recursive: true, force: true });
   });
 
   test('when there is no token at all then exit 4 before any request', async () => {

@@ -1,34 +1,28 @@
 import { Command } from 'clipanion';
-import { ServiceCommand } from '../base-command.ts';
+import { BaseCommand } from '../base-command.ts';
 
-export class LogoutCommand extends ServiceCommand {
+export class LogoutCommand extends BaseCommand {
   static override paths = [['logout']];
 
   static override usage = Command.Usage({
-    description: 'end your session and remove the local token (your SSH key stays registered)',
+    description: 'remove the local token (your SSH key stays registered)',
     details: `
-      Ends the stored token's session at the service it came from, so that a copy of it stops working too, and removes the token from this machine (even when the service cannot be reached). To stop a key signing in, remove it with \`svc keys remove <id>\`.
+      Removes the token stored on this machine, and nothing else: it makes no network call, so a copy of the token you gave a CI job (as \`SVC_TOKEN\`) keeps working until it lapses. To stop a key signing in, remove it with \`svc keys remove <id>\`.
     `,
     examples: [['Sign out on this machine', 'svc logout']],
   });
 
   async execute(): Promise<number> {
-    const { endSession, openContextTokenStore } = await import('../session.ts');
+    const { openContextTokenStore } = await import('../session.ts');
     const { stdout, stderr, env } = this.context;
     const store = await openContextTokenStore(this.context);
     const stored = await store.read();
-    const ended = stored ? await endSession(stored) : false;
     const removed = await store.remove();
     stdout.write(
-      removed
-        ? `Signed out: the local token is removed${ended ? ', and its session ended at the service' : ''}.\n`
-        : 'No token was stored on this machine.\n',
+      removed ? 'Signed out: the local token is removed.\n' : 'No token was stored on this machine.\n',
     );
-    if (stored && !ended) {
-      stderr.write(
-        `  The service at ${stored.api_url} did not end the session; the token lapses at ${stored.expires_at}.\n`,
-      );
-    }
+    // Logout is local only (the spec): a copy of the token elsewhere is not ended, so say until when it works.
+    if (stored) stderr.write(`  A copy of that token made elsewhere works until ${stored.expires_at}.\n`);
     stderr.write('  Your SSH key stays registered; to stop it signing in, run `svc keys remove <id>`.\n');
     if (env.SVC_TOKEN) stderr.write('  SVC_TOKEN is still set in your environment, and svc still uses it.\n');
     return 0;
