@@ -23,7 +23,7 @@
  */
 import { type ChildProcess, fork } from 'node:child_process';
 import { once } from 'node:events';
-import { closeSync, openSync } from 'node:fs';
+import { closeSync, mkdtempSync, openSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -35,7 +35,7 @@ import { findAccountById, insertAccount } from '../server/src/accounts/account-r
 import { createApp } from '../server/src/app.ts';
 import { type Config, loadConfig } from '../server/src/config.ts';
 import { describeStore, migrateToLatest, openStore } from '../server/src/store/db.ts';
-import { positiveInteger } from './support/settings.ts';
+import { announceSmokeRun, positiveInteger } from './support/settings.ts';
 
 type Target = 'ours' | 'express' | 'node-http';
 
@@ -78,8 +78,17 @@ async function startTarget({
 }: ServeOrder): Promise<{ url: string; stop(): Promise<void> }> {
   if (target === 'ours') {
     // As in production except for the store (in memory) and response validation, which is a test aid.
+    const dataDir = mkdtempSync(join(tmpdir(), 'svc-bench-api-'));
     const config: Config = {
-      ...loadConfig({ PORT: '0', HOST: '127.0.0.1', ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}) }),
+      // Every port the service opens is a free one: a Mosquitto or a service may hold the defaults.
+      ...loadConfig({
+        HOST: '127.0.0.1',
+        PORT: '0',
+        MQTT_PORT: '0',
+        METRICS_PORT: '0',
+        DATA_DIR: dataDir,
+        ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}),
+      }),
       validateResponses: false,
     };
     const db = openStore({ databaseUrl });
@@ -90,6 +99,7 @@ async function startTarget({
       async stop() {
         await service.stop();
         await db.destroy();
+        rmSync(dataDir, { recursive: true, force: true });
       },
     };
   }
@@ -328,10 +338,11 @@ function printTable(rows: Measurement[]): void {
 }
 
 async function main(): Promise<void> {
+  announceSmokeRun('bench:api');
   const settings = {
-    duration: positiveInteger('BENCH_DURATION', 10),
-    warmup: positiveInteger('BENCH_WARMUP', 3),
-    connections: positiveInteger('BENCH_CONNECTIONS', 10),
+    duration: positiveInteger('BENCH_DURATION', 10, 1),
+    warmup: positiveInteger('BENCH_WARMUP', 3, 1),
+    connections: positiveInteger('BENCH_CONNECTIONS', 10, 2),
     cpuProfDir: process.env.BENCH_CPU_PROF?.trim() ? resolve(process.env.BENCH_CPU_PROF.trim()) : undefined,
   };
 

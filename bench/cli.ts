@@ -6,10 +6,12 @@
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { buildCli, cliDist } from '../scripts/build-cli.ts';
-import { median } from './support/settings.ts';
+import { announceSmokeRun, median, positiveInteger, smokeRun } from './support/settings.ts';
 
-const runs = Number(process.env.BENCH_RUNS ?? 30);
-if (!Number.isInteger(runs) || runs < 10) throw new Error('BENCH_RUNS must be a whole number of at least 10');
+announceSmokeRun('bench:cli');
+const runs = positiveInteger('BENCH_RUNS', 30, 2);
+// Fewer runs than that make a median that says nothing; a smoke run only shows the bench works.
+if (runs < 10 && !smokeRun) throw new Error('BENCH_RUNS must be a whole number of at least 10');
 
 const svcBinary = join(cliDist, 'svc.js');
 const targets = {

@@ -473,9 +473,9 @@ function report(rows: Measurement[], settings: Settings): void {
 
 function settings(): Settings {
   return {
-    cars: positiveInteger('BENCH_CARS', 100),
-    rounds: positiveInteger('BENCH_ROUNDS', 10),
-    spreadMs: positiveInteger('BENCH_SPREAD_MS', 1000),
+    cars: positiveInteger('BENCH_CARS', 100, 5),
+    rounds: positiveInteger('BENCH_ROUNDS', 10, 1),
+    spreadMs: positiveInteger('BENCH_SPREAD_MS', 1000, 100),
     telemetryEveryMs: positiveInteger('BENCH_TELEMETRY_MS', 1000),
     ...storeAndProfileSettings(),
   };

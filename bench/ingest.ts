@@ -495,12 +495,12 @@ function report(rows: Measurement[], settings: Settings): void {
 
 function settings(): Settings {
   return {
-    cars: positiveInteger('BENCH_CARS', 200),
-    probes: positiveInteger('BENCH_PROBES', 4),
+    cars: positiveInteger('BENCH_CARS', 200, 10),
+    probes: positiveInteger('BENCH_PROBES', 4, 1),
     telemetryEveryMs: positiveInteger('BENCH_TELEMETRY_MS', 50),
     statusEveryMs: positiveInteger('BENCH_STATUS_MS', 500),
-    warmup: positiveInteger('BENCH_WARMUP', 3),
-    duration: positiveInteger('BENCH_DURATION', 10),
+    warmup: positiveInteger('BENCH_WARMUP', 3, 1),
+    duration: positiveInteger('BENCH_DURATION', 10, 1),
     drain: positiveInteger('BENCH_DRAIN', 60),
     ...storeAndProfileSettings(),
   };

@@ -40,7 +40,7 @@ import { join } from 'node:path';
 import { listPackageFiles, type PackedPackage, packPackage } from '../cli/src/publish/pack.ts';
 import { buildCli, cliDist } from '../scripts/build-cli.ts';
 import { startServiceProcess } from '../server/test/support/service-process.ts';
-import { median, positiveInteger } from './support/settings.ts';
+import { announceSmokeRun, median, positiveInteger } from './support/settings.ts';
 import { printTable } from './table.ts';
 
 const mib = 1024 * 1024;
@@ -426,8 +426,9 @@ function report(rounds: Round[], cliIdleMib: number, packageMib: number): void {
 }
 
 async function main(): Promise<void> {
-  const rounds = positiveInteger('BENCH_RUNS', 3);
-  const appMib = positiveInteger('BENCH_APP_MIB', 190);
+  announceSmokeRun('bench:upload');
+  const rounds = positiveInteger('BENCH_RUNS', 3, 1);
+  const appMib = positiveInteger('BENCH_APP_MIB', 190, 2);
   if (!existsSync(gnuTime)) throw new Error(`${gnuTime} is missing: apt-get install -y time`);
 
   await buildCli();

@@ -17,6 +17,7 @@ import { createLogger } from '../../server/src/logger.ts';
 import { type Db, embeddedDbDir, openStore } from '../../server/src/store/db.ts';
 import { startMosquitto, type TestMosquitto } from '../../server/test/support/mosquitto.ts';
 import { errorText, type RunningChild, runChild } from './children.ts';
+import { announceSmokeRun } from './settings.ts';
 
 export type BrokerKind = 'embedded' | 'mosquitto';
 export type StoreKind = 'pglite' | 'postgres';
@@ -270,6 +271,7 @@ export async function runBench<
     return;
   }
   try {
+    announceSmokeRun(`bench:${bench.name}`);
     const settings = bench.settings();
     const rows: Row[] = [];
     for (const configuration of configurations(settings.databaseUrl)) {
