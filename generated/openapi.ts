@@ -661,7 +661,9 @@ export interface paths {
          *     a car that is offline gets it when it reconnects, and a broker restart loses nothing. The car
          *     may see a command again, always with the same `command_id`, and runs it at most once. Follow it
          *     with `GET …/commands/{command_id}`. `app.install` of a version that is not `published` is 409
-         *     `version_not_published`; an app or version that does not exist is 404.
+         *     `version_not_published`; of a version whose manifest `brands` does not list the car's brand,
+         *     409 `brand_not_supported` (the version named decides; a manifest without `brands` is for every
+         *     brand); an app or version that does not exist is 404.
          */
         post: operations["createCarCommand"];
         delete?: never;
@@ -730,7 +732,9 @@ export interface paths {
          *
          *     The car's owner or an admin may ask; anyone else gets 404, as for a car that does not exist.
          *     An app that does not exist is 404 `app_not_found`; one with no version in review state
-         *     `published` is 409 `app_not_published`.
+         *     `published` is 409 `app_not_published`; one whose live (`published`) version's manifest
+         *     `brands` does not list the car's brand is 409 `brand_not_supported` (a manifest without
+         *     `brands` is for every brand).
          */
         post: operations["createIdentityToken"];
         delete?: never;
@@ -1480,7 +1484,11 @@ export interface components {
              *     the query parameter `device_id` (URL-encoded prefixed id).
              */
             network: string[];
-            /** @description The brands the app supports; all brands when absent. */
+            /**
+             * @description The brands the app supports; all brands when absent. The service installs a version only on
+             *     cars of the brands its manifest lists, and signs identity tokens for an app only on cars of
+             *     the brands its live version lists (otherwise 409 `brand_not_supported`).
+             */
             brands?: components["schemas"]["Brand"][];
         };
         /**
@@ -2641,12 +2649,41 @@ export interface components {
             };
         };
         /**
+         * @description The command cannot be sent as things stand. `code` says why: `version_not_published` (an
+         *     `app.install` of a version that is not `published`), `brand_not_supported` (an `app.install` of
+         *     a version whose manifest `brands` does not list the car's brand; a manifest without `brands` is
+         *     for every brand), or `idempotency_key_in_use` (a request with the same `Idempotency-Key` is still
+         *     running: retry after a moment).
+         */
+        CommandConflict: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /**
          * @description The command cannot be sent. `code` says why: `unknown_command` (not a name a caller may send),
          *     `invalid_command_args` (the arguments do not fit the command; `errors` says where),
          *     `idempotency_key_reused` (see the `Idempotency-Key` header), or one of the device-id codes
          *     (`missing_prefix`, `unknown_brand`, `invalid_native_id`, `brand_mismatch`).
          */
         UnprocessableCommand: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /**
+         * @description No token is signed for this app on this car. `code` says why: `app_not_published` (the app has
+         *     no version in review state `published`), or `brand_not_supported` (the manifest `brands` of the
+         *     app's live version does not list the car's brand; a manifest without `brands` is for every
+         *     brand).
+         */
+        IdentityTokenConflict: {
             headers: {
                 [name: string]: unknown;
             };
@@ -3722,7 +3759,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             408: components["responses"]["RequestTimeout"];
-            409: components["responses"]["Conflict"];
+            409: components["responses"]["CommandConflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["UnprocessableCommand"];
@@ -3803,7 +3840,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             408: components["responses"]["RequestTimeout"];
-            409: components["responses"]["Conflict"];
+            409: components["responses"]["IdentityTokenConflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["UnprocessableIdentityToken"];

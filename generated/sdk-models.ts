@@ -418,7 +418,7 @@ export interface Manifest {
   entry: string;
   /** The external origins the app may call with plain `fetch()`: `https://` origins only, with no path, query, wildcard or credentials. The app passes the car to its backend as the query parameter `device_id` (URL-encoded prefixed id). */
   network: string[];
-  /** The brands the app supports; all brands when absent. */
+  /** The brands the app supports; all brands when absent. The service installs a version only on cars of the brands its manifest lists, and signs identity tokens for an app only on cars of the brands its live version lists (otherwise 409 `brand_not_supported`). */
   brands?: Brand[];
 }
 

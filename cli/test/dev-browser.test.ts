@@ -208,6 +208,25 @@ describe.skipIf(missing !== undefined)(
       );
     });
 
+    test("when the manifest stops listing the car's brand then the panel warns that the service would not install the app there, until it lists it again", async () => {
+      const warning = page.getByRole('status').filter({ hasText: 'is a brand_b car' });
+      assert.equal(await warning.count(), 0);
+      writeFileSync(
+        join(dir, 'manifest.json'),
+        JSON.stringify({ ...manifest, brands: ['brand_a'] }, null, 2),
+      );
+      await eventually('the warning in the panel', async () => (await warning.isVisible()) || undefined);
+      assert.equal(
+        await warning.textContent(),
+        `the car ${secondCar} is a brand_b car, but manifest.json lists brands brand_a only: the service would not install the app on it nor sign its identity tokens there (add "brand_b" to "brands" in manifest.json, or pick a car of a listed brand)`,
+      );
+      assert.ok(logged.some((line) => line.startsWith(`warning: the car ${secondCar} is a brand_b car`)));
+      mkdirSync(screenshots, { recursive: true });
+      await page.screenshot({ path: join(screenshots, 'host-page-brand-warning.png') });
+      writeFileSync(join(dir, 'manifest.json'), JSON.stringify(manifest, null, 2));
+      await eventually('the warning gone', async () => (await warning.count()) === 0 || undefined);
+    });
+
     test('when the manifest breaks then the host page shows its problems over the app, until it is fixed', async () => {
       const problems = page.locator('#problems');
       assert.equal(await problems.isVisible(), false);

@@ -374,6 +374,68 @@ describe('svc dev, the dev-server', () => {
   });
 });
 
+describe('svc dev, a car of a brand the manifest does not list', () => {
+  test('when the car is of a brand the manifest does not list then the terminal and the panel warn, until the car or the manifest changes', async () => {
+    const dir = appFolder();
+    const manifestPath = join(dir, 'manifest.json');
+    const manifest = JSON.parse(readFileSync(manifestPath, 'utf8'));
+    writeFileSync(manifestPath, JSON.stringify({ ...manifest, brands: ['brand_a', 'brand_b'] }));
+    const logged: string[] = [];
+    const server = await startDevServer({
+      dir,
+      port: 0,
+      deviceId: 'brand_c:fleet-3.south',
+      locale: 'en-GB',
+      allowedOrigins: [],
+      key: loadDevSigningKey(scratch('svc-dev-home-')).key,
+      hostVersion: 'svc-dev/test',
+      log: (line) => logged.push(line),
+    });
+    const hostOrigin = new URL(server.hostUrl).origin;
+    const warningShown = async () =>
+      (
+        (await (await fetch(new URL('/_svc/state', server.hostUrl))).json()) as {
+          brandWarning: string | null;
+        }
+      ).brandWarning;
+    const changeCar = (deviceId: string) =>
+      fetch(new URL('/_svc/car', server.hostUrl), {
+        method: 'POST',
+        body: JSON.stringify({ deviceId }),
+        headers: { origin: hostOrigin },
+      });
+    try {
+      const warning =
+        'the car brand_c:fleet-3.south is a brand_c car, but manifest.json lists brands brand_a, brand_b only: the service would not install the app on it nor sign its identity tokens there (add "brand_c" to "brands" in manifest.json, or pick a car of a listed brand)';
+      assert.deepEqual(logged, [`warning: ${warning}`]);
+      assert.equal(await warningShown(), warning);
+
+      assert.equal((await changeCar('brand_b:fleet-7.north')).status, 200);
+      assert.equal(await warningShown(), null);
+      assert.equal(logged.at(-1), 'the car brand_b:fleet-7.north is of a brand manifest.json lists');
+
+      // The manifest is edited to drop brand_b: the same car is warned of again.
+      writeFileSync(manifestPath, JSON.stringify({ ...manifest, brands: ['brand_a'] }));
+      await until('the warning after the edit', () => logged.at(-1)?.startsWith('warning: ') === true);
+      assert.match(
+        logged.at(-1) ?? '',
+        /brand_b:fleet-7\.north is a brand_b car, but manifest\.json lists brands brand_a only/,
+      );
+      assert.match((await warningShown()) ?? '', /is a brand_b car/);
+
+      // No brands at all: the app is for every brand.
+      writeFileSync(manifestPath, JSON.stringify({ ...manifest, brands: undefined }));
+      await until(
+        'the warning gone',
+        () => logged.at(-1) === 'the car brand_b:fleet-7.north is of a brand manifest.json lists',
+      );
+      assert.equal(await warningShown(), null);
+    } finally {
+      await server.close();
+    }
+  });
+});
+
 describe('svc dev, watching the folder', () => {
   /** inotify watches this process holds (Linux), as the kernel lists them. */
   function inotifyWatches(): number {
@@ -531,6 +593,27 @@ describe('svc dev, the command', () => {
     assert.equal(code, 0);
     assert.match(output(), /Stopped\.\n$/);
     assert.equal(connections, 0, 'svc dev connected to the service');
+  });
+
+  test('when --car names a brand the manifest does not list then the terminal warns that the service would not install the app there', async () => {
+    const dir = appFolder();
+    const manifestPath = join(dir, 'manifest.json');
+    const manifest = JSON.parse(readFileSync(manifestPath, 'utf8'));
+    writeFileSync(manifestPath, JSON.stringify({ ...manifest, brands: ['brand_a', 'brand_b'] }));
+    const { child, output } = await startSvcDev(
+      [dir, '--car', 'brand_c:fleet-3.south'],
+      scratch('svc-dev-home-'),
+    );
+    try {
+      await until('svc dev to start', () => output().includes('Ctrl-C stops'), 30_000);
+      assert.match(
+        output(),
+        /^svc dev: warning: the car brand_c:fleet-3\.south is a brand_c car, but manifest\.json lists brands brand_a, brand_b only: the service would not install the app on it/m,
+      );
+    } finally {
+      child.kill('SIGINT');
+      await once(child, 'exit');
+    }
   });
 
   test("when --open is given then the host page is handed to the desktop's opener", async () => {

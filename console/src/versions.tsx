@@ -93,6 +93,11 @@ export function DownloadPackage({
   );
 }
 
+/** The brands a version runs on, as its manifest lists them: all brands when it lists none. */
+export function brandNames(version: MiniAppVersion): string {
+  return version.manifest.brands?.join(', ') ?? 'All brands';
+}
+
 /** The bytes of a package in the unit a person reads. */
 export function packageSize(bytes: number): string {
   if (bytes < 1024) return `${bytes} bytes`;

@@ -286,7 +286,9 @@ describe.skipIf(missing !== undefined)(
 
     test('when an admin approves in a second browser then the developer sees the version move, and releases it', async () => {
       const developer = await signUpDeveloper(service.url, 'margaret@example.com');
-      await publishMiniApp(service.url, developer, admin, 'com.example.console', '1.0.0', 'submitted');
+      await publishMiniApp(service.url, developer, admin, 'com.example.console', '1.0.0', 'submitted', {
+        brands: ['brand_a', 'brand_b'],
+      });
       await publishMiniApp(service.url, developer, admin, 'com.example.console', '1.1.0', 'submitted');
 
       const developerView = await visit();
@@ -301,6 +303,12 @@ describe.skipIf(missing !== undefined)(
           .getByRole('row')
           .filter({ has: page.getByRole('rowheader', { name: version }) });
       await row('1.0.0').getByText('Submitted, waiting for review').waitFor();
+      // The brands each version runs on, as its manifest lists them; none listed is every brand.
+      assert.equal(
+        await row('1.0.0').getByRole('cell', { name: 'brand_a, brand_b', exact: true }).count(),
+        1,
+      );
+      assert.equal(await row('1.1.0').getByRole('cell', { name: 'All brands', exact: true }).count(), 1);
       await checkPage(page, 'my-mini-apps');
 
       // The admin, in a browser of their own.
@@ -319,6 +327,8 @@ describe.skipIf(missing !== undefined)(
         ),
         ['1.0.0 com.example.console', '1.1.0 com.example.console'],
       );
+      assert.match((await waiting.nth(0).textContent()) ?? '', /Brandsbrand_a, brand_b/);
+      assert.match((await waiting.nth(1).textContent()) ?? '', /BrandsAll brands/);
       await checkPage(reviewer, 'review-queue');
 
       // The admin reads the package before judging it: the file saved is the one submitted.

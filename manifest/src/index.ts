@@ -2,6 +2,7 @@
  * `@svc/manifest`: the rules of a mini-app's `manifest.json` and package folder, stated once for
  * svc (`svc publish`), the service (its package check) and the dev-server.
  */
+export { supportedBrands, supportsBrand } from './brands.ts';
 export { entryPathFault } from './entry-path.ts';
 export { closestManifestField, manifestFields } from './field-names.ts';
 export { checkNetwork, type NetworkProblem, originFaults, originRule } from './origins.ts';

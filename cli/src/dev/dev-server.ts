@@ -33,7 +33,14 @@ import {
   readViolationReport,
   violationReportPath,
 } from './network-rules.ts';
-import { CarChangeError, carModels, changeCar, newCar, type SimulatedCar } from './simulated-car.ts';
+import {
+  brandWarning,
+  CarChangeError,
+  carModels,
+  changeCar,
+  newCar,
+  type SimulatedCar,
+} from './simulated-car.ts';
 
 export interface DevServerOptions {
   /** The mini-app's folder. */
@@ -71,6 +78,8 @@ interface PanelState {
   car: SimulatedCar;
   models: ReturnType<typeof carModels>;
   problems: string[];
+  /** The car is of a brand the manifest does not list (brandWarning); null when it is listed. */
+  brandWarning: string | null;
   network: readonly string[];
   allowedOrigins: readonly string[];
   jwksUrl: string;
@@ -124,6 +133,7 @@ export async function startDevServer(options: DevServerOptions): Promise<DevServ
     car,
     models: carModels(car, folder.manifest, options.hostVersion),
     problems: folder.problems,
+    brandWarning: brandWarning(car, folder.manifest) ?? null,
     network: folder.manifest?.network ?? [],
     allowedOrigins: options.allowedOrigins,
     jwksUrl: `${hostOrigin}/.well-known/jwks.json`,
@@ -141,6 +151,18 @@ export async function startDevServer(options: DevServerOptions): Promise<DevServ
       `the app has ${problems.length === 1 ? 'a problem' : `${problems.length} problems`}; svc publish would refuse it:`,
     );
     for (const problem of problems) log(`  ${problem}`);
+  };
+
+  /** The brand warning last said; said again only when it changes (another car, another list). */
+  let brandSaid: string | undefined;
+  const reportBrand = () => {
+    // A manifest with problems lists no brands to go by: its problems are said instead.
+    if (!folder.manifest) return;
+    const warning = brandWarning(car, folder.manifest);
+    if (warning === brandSaid) return;
+    if (warning) log(`warning: ${warning}`);
+    else log(`the car ${car.deviceId} is of a brand manifest.json lists`);
+    brandSaid = warning;
   };
 
   // ---- the host's origin ----
@@ -177,6 +199,7 @@ export async function startDevServer(options: DevServerOptions): Promise<DevServ
         car = changeCar(car, change, new Date());
         if (car.deviceId !== before.deviceId) log(`the active car is now ${car.deviceId}`);
         if (car.locale !== before.locale) log(`the locale is now ${car.locale}`);
+        reportBrand();
       } catch (error) {
         if (!(error instanceof CarChangeError)) throw error;
         return sendJson(response, 422, { field: error.field, message: error.message });
@@ -323,6 +346,7 @@ export async function startDevServer(options: DevServerOptions): Promise<DevServ
     throw error;
   }
   reportProblems(folder.problems);
+  reportBrand();
 
   // Reload on save: the file system says what changed (no polling); a burst of changes (an
   // editor's save, a build) is read once it settles. Only the folders the package reads are
@@ -370,6 +394,7 @@ export async function startDevServer(options: DevServerOptions): Promise<DevServ
       if (folder.problems.length === 0) log('the app has no problems now');
       else reportProblems(folder.problems);
     }
+    reportBrand();
     broadcast('state', panelState());
     broadcast('reload', { at: new Date().toISOString() });
   };

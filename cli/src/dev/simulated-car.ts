@@ -3,6 +3,7 @@
  * `location()`, `install()`, as SDK v4 models) and the car its identity tokens name. The panel
  * sends changes; each is checked here, so that the app never sees a car the service would refuse.
  */
+import { supportedBrands, supportsBrand } from '@svc/manifest';
 import type { CarStatus, Install, Location } from '@svc/sdk';
 import { DeviceIdError, validateDeviceId } from '@svc/sdk';
 import type { Manifest } from '../publish/manifest.ts';
@@ -144,4 +145,16 @@ export function carModels(car: SimulatedCar, manifest: Manifest | undefined, hos
       reportedAt: car.changedAt,
     },
   };
+}
+
+/**
+ * Why the app would not reach this car: its manifest lists brands, not the car's. The service
+ * would refuse to install it there or to sign its tokens (409 `brand_not_supported`); the dev-server
+ * runs it all the same, so that the developer can try it, and says so. Undefined when it would run.
+ */
+export function brandWarning(car: SimulatedCar, manifest: Manifest | undefined): string | undefined {
+  if (!manifest) return undefined;
+  const { brand } = validateDeviceId(car.deviceId);
+  if (supportsBrand(manifest, brand)) return undefined;
+  return `the car ${car.deviceId} is a ${brand} car, but manifest.json lists brands ${supportedBrands(manifest).join(', ')} only: the service would not install the app on it nor sign its identity tokens there (add "${brand}" to "brands" in manifest.json, or pick a car of a listed brand)`;
 }

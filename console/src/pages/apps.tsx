@@ -1,8 +1,8 @@
 /**
- * My mini-apps: each app with every version, its review state and reason, the live version and the
- * last change (what `svc status` shows, and more). Withdraw a version in review, release an
- * approved one; the service's rules decide, and its refusals are shown as it words them. Each
- * version's package can be downloaded, as submitted.
+ * My mini-apps: each app with every version, its review state and reason, the brands it runs on,
+ * the live version and the last change (what `svc status` shows, and more). Withdraw a version in
+ * review, release an approved one; the service's rules decide, and its refusals are shown as it
+ * words them. Each version's package can be downloaded, as submitted.
  */
 import { compareVersions, type components, type Problem } from '@svc/sdk';
 import { useState } from 'preact/hooks';
@@ -10,6 +10,7 @@ import { api, ask } from '../api.ts';
 import { ActionWords, Alert, Notice, PageHeading, When } from '../parts.tsx';
 import { changed, useRefreshing } from '../refresh.ts';
 import {
+  brandNames,
   DownloadPackage,
   type MiniAppVersion,
   moveVersion,
@@ -97,6 +98,7 @@ function AppCard({
             <tr>
               <th scope="col">Version</th>
               <th scope="col">Review</th>
+              <th scope="col">Brands</th>
               <th scope="col">Last change</th>
             </tr>
           </thead>
@@ -110,6 +112,7 @@ function AppCard({
                   <VersionActions version={version} app={app} onMove={onMove} />
                   <DownloadPackage version={version} onProblem={onProblem} />
                 </td>
+                <td>{brandNames(version)}</td>
                 <td>
                   <When at={version.updated_at} />
                 </td>

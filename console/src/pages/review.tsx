@@ -9,6 +9,7 @@ import { api, ask } from '../api.ts';
 import { ActionWords, Alert, Notice, PageHeading, When } from '../parts.tsx';
 import { changed, useRefreshing } from '../refresh.ts';
 import {
+  brandNames,
   DownloadPackage,
   type MiniAppVersion,
   MoveWithReason,
@@ -120,7 +121,10 @@ function VersionCards({
   );
 }
 
-/** What a reviewer needs to judge a version: which app, which origins it will call, which bytes. */
+/**
+ * What a reviewer needs to judge a version: which app, which origins it will call, which cars'
+ * brands it runs on, which bytes.
+ */
 function VersionDetails({ version }: { version: MiniAppVersion }) {
   return (
     <>
@@ -138,6 +142,8 @@ function VersionDetails({ version }: { version: MiniAppVersion }) {
         </dd>
         <dt>Network</dt>
         <dd>{version.manifest.network?.length ? version.manifest.network.join(', ') : 'none'}</dd>
+        <dt>Brands</dt>
+        <dd>{brandNames(version)}</dd>
         <dt>Package</dt>
         <dd>
           {packageSize(version.package.size)}, sha256 <code class="digest">{version.package.sha256}</code>

@@ -1,8 +1,9 @@
 /**
  * Commands for cars, for their owners and admins (car-visibility.ts): made after every check (the
- * name, the arguments against the contract, a published version for `app.install`), written to the
- * outbox, and followed by their `command_id`. The outbox (command-outbox.ts) publishes them; the
- * cars' acknowledgements, read by the bridge, move them on (`acknowledge`).
+ * name, the arguments against the contract, for `app.install` a published version that lists the
+ * car's brand), written to the outbox, and followed by their `command_id`. The outbox
+ * (command-outbox.ts) publishes them; the cars' acknowledgements, read by the bridge, move them on
+ * (`acknowledge`).
  */
 import { randomUUID } from 'node:crypto';
 import { type Brand, validateDeviceId } from '@svc/sdk';
@@ -13,7 +14,7 @@ import { findCar } from '../cars/car-repository.ts';
 import { visibleCar } from '../cars/car-visibility.ts';
 import type { Clock } from '../clock.ts';
 import { InputError, InvalidError, NotFoundError } from '../errors.ts';
-import { requirePublishedVersion } from '../mini-apps/published-apps.ts';
+import { requireInstallableVersion } from '../mini-apps/published-apps.ts';
 import type { Db } from '../store/db.ts';
 import type { CommandMetrics } from './command-metrics.ts';
 import {
@@ -150,9 +151,12 @@ export function createCommandService(deps: {
 }) {
   const { db, clock, metrics, outbox } = deps;
 
-  /** `app.install` installs only what reached the cars' store: a version in review state `published`. */
-  async function checkInstallable(args: Record<string, unknown>): Promise<void> {
-    await requirePublishedVersion(db, String(args.app_id), String(args.version));
+  /**
+   * `app.install` installs only what reached the cars' store (a version in review state
+   * `published`), and only on a car of a brand that version's manifest lists.
+   */
+  async function checkInstallable(args: Record<string, unknown>, brand: string): Promise<void> {
+    await requireInstallableVersion(db, String(args.app_id), String(args.version), brand);
   }
 
   /**
@@ -177,7 +181,7 @@ export function createCommandService(deps: {
   return {
     /** The device id is valid (checked at the edge). */
     async create(principal: Principal, deviceId: string, request: CommandRequest): Promise<Command> {
-      visibleCar(principal, deviceId, await findCar(db, deviceId));
+      const car = visibleCar(principal, deviceId, await findCar(db, deviceId));
       const { name } = request;
       if (!isCommandName(name) || name === pairingCommand) {
         throw new InvalidError(
@@ -196,7 +200,7 @@ export function createCommandService(deps: {
         now,
         expiresAt: new Date(now.getTime() + ttlSeconds * 1000),
       });
-      if (name === 'app.install') await checkInstallable(row.args);
+      if (name === 'app.install') await checkInstallable(row.args, car.brand);
       const inserted = await insertCommand(db, row);
       metrics.moved(inserted.name, 'queued');
       outbox.wake();

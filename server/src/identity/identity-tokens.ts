@@ -11,7 +11,7 @@ import { findCar } from '../cars/car-repository.ts';
 import { visibleCar } from '../cars/car-visibility.ts';
 import type { Clock } from '../clock.ts';
 import { InvalidError } from '../errors.ts';
-import { requirePublishedApp } from '../mini-apps/published-apps.ts';
+import { requireLiveAppFor } from '../mini-apps/published-apps.ts';
 import type { Db } from '../store/db.ts';
 import { identityTokenLifetimeSeconds, type SigningKeyService } from './signing-keys.ts';
 
@@ -47,7 +47,10 @@ export function createIdentityTokenService(deps: {
 }) {
   const { db, clock, keys } = deps;
   return {
-    /** For the car's owner or an admin, for a published app. The device id is valid (checked at the edge). */
+    /**
+     * For the car's owner or an admin, for a published app whose live version lists the car's
+     * brand. The device id is valid (checked at the edge).
+     */
     async issue(
       principal: Principal,
       deviceId: string,
@@ -56,7 +59,7 @@ export function createIdentityTokenService(deps: {
     ): Promise<IdentityToken> {
       const locale = canonicalLocale(request.locale);
       const car = visibleCar(principal, deviceId, await findCar(db, deviceId));
-      await requirePublishedApp(db, request.app_id);
+      await requireLiveAppFor(db, request.app_id, car.brand);
       // The time is taken before the key is read: a key that retires after this read retires
       // after `iat`, so it stays in the JWKS until this token has expired.
       const issuedAt = Math.floor(clock().getTime() / 1000);

@@ -99,11 +99,13 @@ export async function findPublished(db: Db, appId: string, exceptId: string): Pr
   return rows.map(versionFromDb);
 }
 
-export async function hasPublishedVersion(db: Db, appId: string): Promise<boolean> {
-  return (
-    (await db('mini_app_versions').where({ app_id: appId, review_state: 'published' }).first('id')) !==
-    undefined
-  );
+/** The app's version live on cars (`published`: one an app at most), or undefined when none is. */
+export async function findLiveVersion(db: Db, appId: string): Promise<VersionRow | undefined> {
+  const row = await db<VersionRow>('mini_app_versions')
+    .where({ app_id: appId, review_state: 'published' })
+    .orderBy([{ column: 'submitted_at', order: 'desc' }, { column: 'id' }])
+    .first();
+  return row && versionFromDb(row);
 }
 
 export async function listAppsOf(db: Db, ownerId: string): Promise<MiniAppRow[]> {

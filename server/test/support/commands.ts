@@ -98,7 +98,10 @@ export async function pairWithShownCode(
   assert.equal(paired.status, 200, JSON.stringify(paired.body));
 }
 
-/** A version of a new mini-app taken to `published` by its developer and an admin; its id. */
+/**
+ * A version of a new mini-app taken to `published` by its developer and an admin, with `manifest`
+ * added to its manifest (its `brands`); its id.
+ */
 export async function publishMiniApp(
   base: string,
   developer: Developer,
@@ -106,8 +109,9 @@ export async function publishMiniApp(
   appId: string,
   version: string,
   until: 'submitted' | 'approved' | 'published' = 'published',
+  manifest: Record<string, unknown> = {},
 ): Promise<string> {
-  const pkg = makePackage(manifestFor(appId, version));
+  const pkg = makePackage(manifestFor(appId, version, manifest));
   const target = await call(base, 'POST', '/api/v1/mini-apps/upload-url', {
     token: developer.token,
     body: { app_id: pkg.appId, version: pkg.version, size: pkg.size, sha256: pkg.sha256 },

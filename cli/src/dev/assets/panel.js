@@ -54,6 +54,7 @@ function show(next) {
     if (input.type === 'checkbox') input.checked = state.car[name];
     else input.value = String(state.car[name]);
   }
+  document.getElementById('brand-warning').textContent = state.brandWarning ?? '';
   const problems = document.getElementById('problems');
   problems.hidden = state.problems.length === 0;
   replaceItems(document.getElementById('problem-list'), state.problems);
