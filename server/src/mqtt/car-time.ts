@@ -37,7 +37,8 @@ export function carTimeRefusal(text: string, now: Date): string | undefined {
   const parts = dateTime.exec(text);
   if (!parts) return 'is not an RFC 3339 time with its offset (Z or ±hh:mm)';
   const [, date, hoursMinutes, seconds, fraction = '', sign, offsetHours, offsetMinutes] = parts;
-  const offset = sign === undefined ? 0 : (sign === '-' ? -1 : 1) * (Number(offsetHours) * 60 + Number(offsetMinutes));
+  const offset =
+    sign === undefined ? 0 : (sign === '-' ? -1 : 1) * (Number(offsetHours) * 60 + Number(offsetMinutes));
   if (Math.abs(offset) > maxOffsetMinutes || Number(offsetMinutes) > 59) {
     return 'has an offset beyond ±14:00';
   }

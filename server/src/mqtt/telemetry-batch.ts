@@ -71,7 +71,9 @@ export function createTelemetryBatch(deps: {
    * Writes `rows`, halving on a refusal (see above). Undefined once every row is stored or dropped
    * (counted either way); during an outage, the store's reason and the rows not stored yet, in order.
    */
-  async function write(rows: TelemetryRow[]): Promise<{ unavailable: string; left: TelemetryRow[] } | undefined> {
+  async function write(
+    rows: TelemetryRow[],
+  ): Promise<{ unavailable: string; left: TelemetryRow[] } | undefined> {
     try {
       stored(rows, await saveTelemetry(db, rows));
       return undefined;
