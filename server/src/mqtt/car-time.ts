@@ -35,7 +35,7 @@ const dateTime = /^(\d{4}-\d{2}-\d{2})[Tt](\d{2}:\d{2}):(\d{2})(\.\d+)?(?:[Zz]|(
 /** Why the service does not take `text` as a time from a car's clock at `now`; undefined when it does. */
 export function carTimeRefusal(text: string, now: Date): string | undefined {
   const parts = dateTime.exec(text);
-  if (!parts) return 'is not an RFC 3339 time with its offset (Z or ±hh:mm)';
+  if (!parts) return 'is not an RFC 3339 time (T between date and time) with its offset (Z or ±hh:mm)';
   const [, date, hoursMinutes, seconds, fraction = '', sign, offsetHours, offsetMinutes] = parts;
   const offset =
     sign === undefined ? 0 : (sign === '-' ? -1 : 1) * (Number(offsetHours) * 60 + Number(offsetMinutes));
