@@ -141,7 +141,11 @@ describe('times a car sends', () => {
         return now.stored + now.dropped === before.stored + before.dropped + rounds * 4;
       });
       const after = await counts('telemetry');
-      assert.equal(after.stored - before.stored, rounds * good.length, 'every good fix is stored');
+      assert.equal(
+        after.stored - before.stored,
+        rounds * good.length,
+        'the good fixes are stored, and no other',
+      );
       assert.equal(after.dropped - before.dropped, rounds, "every one of the hostile car's fixes is refused");
       assert.equal(after.invalid - before.invalid, rounds);
 
@@ -185,7 +189,11 @@ describe('times a car sends', () => {
         return now.stored + now.dropped === before.stored + before.dropped + rounds * 3;
       });
       const after = await counts('status');
-      assert.equal(after.stored - before.stored, rounds * good.length, 'every good report is stored');
+      assert.equal(
+        after.stored - before.stored,
+        rounds * good.length,
+        'the good reports are stored, and no other',
+      );
       assert.equal(
         after.dropped - before.dropped,
         rounds,
