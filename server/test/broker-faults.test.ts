@@ -17,7 +17,11 @@ import { openTestStore } from './support/store.ts';
 const adminEmail = 'faults-admin@example.com';
 const quiet = { write: () => true };
 
-/** A fleet reporting several times a second, and reconnecting soon after a drop. */
+/**
+ * A fleet reporting several times a second, and reconnecting soon after a drop. Its cars' clocks are
+ * real ones, so the services here run on real time too (clockRuns): a car's time ahead of the
+ * service's is refused.
+ */
 function simulate(mqttUrl: string, cars: CarCredential[]): Promise<Simulator> {
   return startSimulator({
     mqttUrl,
@@ -65,7 +69,7 @@ describe('when Mosquitto is killed and started again while cars publish', () => 
         MQTT_USERNAME: mosquitto.admin.username,
         MQTT_PASSWORD: mosquitto.admin.password,
       },
-      { bridge: { telemetryBatch: { maxRows: 50, maxDelayMs: 20 } } },
+      { clockRuns: true, bridge: { telemetryBatch: { maxRows: 50, maxDelayMs: 20 } } },
     );
     admin = await signUpAdmin(service, adminEmail);
   });
@@ -152,7 +156,7 @@ describe('when a car leaves while no service listens to Mosquitto', () => {
     let simulator: Simulator | undefined;
     let later: TestService | undefined;
     try {
-      const first = await startTestService(env, { store });
+      const first = await startTestService(env, { store, clockRuns: true });
       let admin: Developer;
       let cars: CarCredential[];
       try {
@@ -167,7 +171,7 @@ describe('when a car leaves while no service listens to Mosquitto', () => {
       await simulator.stop();
       simulator = undefined;
 
-      later = await startTestService(env, { store });
+      later = await startTestService(env, { store, clockRuns: true });
       const reads = fleetReads(later, admin);
       const [car] = cars;
       assert.ok(car);
@@ -192,7 +196,7 @@ describe("when the embedded broker drops the bridge's own connection", () => {
   beforeAll(async () => {
     service = await startTestService(
       { SVC_ADMIN_EMAILS: adminEmail },
-      { bridge: { telemetryBatch: { maxRows: 50, maxDelayMs: 20 } } },
+      { clockRuns: true, bridge: { telemetryBatch: { maxRows: 50, maxDelayMs: 20 } } },
     );
     admin = await signUpAdmin(service, adminEmail);
   });

@@ -100,6 +100,22 @@ export async function savePresence(
 }
 
 /**
+ * Offline now, whatever `at` the car's last presence carried: the service ended its connection
+ * (a rotated credential). A car's clock may run ahead of the service's (car-time.ts), and its
+ * `online` must not outrank this; `presence_at` keeps the later of the two, so that what the old
+ * connection still had on its way changes nothing.
+ */
+export async function endPresence(db: Db, deviceId: string, at: Date): Promise<void> {
+  await db.raw(
+    `insert into car_presence (device_id, online, presence_at)
+     select device_id, false, ?::timestamptz from cars where device_id = ?
+     on conflict (device_id) do update
+     set online = false, presence_at = greatest(car_presence.presence_at, excluded.presence_at)`,
+    [at, deviceId],
+  );
+}
+
+/**
  * One batch of telemetry in one statement: every fix into the history, each car's last fix of the
  * batch as its location, and its last live message as last seen. Returns the device id of each
  * row stored; rows of cars not provisioned are left out.

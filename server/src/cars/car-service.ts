@@ -11,7 +11,7 @@ import { ConflictError, InputError, NotFoundError } from '../errors.ts';
 import type { BrokerAccount, BrokerAccounts } from '../mqtt/broker-accounts.ts';
 import { type CredentialStore, hashBrokerSecret, newBrokerSecret } from '../mqtt/credentials.ts';
 import type { Db } from '../store/db.ts';
-import { savePresence } from './car-report-repository.ts';
+import { endPresence } from './car-report-repository.ts';
 import {
   type CarPosition,
   type CarRow,
@@ -171,7 +171,7 @@ export function createCarService(deps: {
       const credential = await issueCredential(carAccount(row));
       // The car was disconnected, but Mosquitto sends no will for a client it disconnects itself:
       // the car is offline until it signs in with the new secret (and says online, at a later `at`).
-      await savePresence(db, { deviceId, online: false, at: clock().toISOString() });
+      await endPresence(db, deviceId, clock());
       return credential;
     },
 

@@ -163,7 +163,7 @@ export function createBridge(deps: BridgeDependencies) {
 
   /** Whether to acknowledge the message: not when the bridge stopped before the store came back. */
   async function dispatch(packet: IPublishPacket): Promise<boolean> {
-    const read = readCarMessage(packet.topic, packet.payload as Buffer);
+    const read = readCarMessage(packet.topic, packet.payload as Buffer, clock());
     if (!read.ok) {
       metrics.dropped(read.suffix ?? 'unknown', read.reason);
       logger.warn('mqtt: message dropped', {

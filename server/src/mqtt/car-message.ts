@@ -1,7 +1,7 @@
 /**
  * One MQTT message from a car, read as the contract says: a topic the service receives, the
- * device it names, a JSON payload that passes its AsyncAPI schema, and a payload `device_id` and
- * `brand` that agree with the topic. Anything else is a drop reason, never an exception.
+ * device it names, a JSON payload that passes its AsyncAPI schema and carries a time the service
+ * takes (car-time.ts), and a payload `device_id` and `brand` that agree with the topic. Anything else is a drop reason, never an exception.
  * Payloads are bounded in size and in nesting before anything walks them, so that no message can
  * hold the bridge for long or exhaust its stack (the brokers bound packets too; this holds
  * whatever the broker lets through).
@@ -14,6 +14,7 @@ import {
   serviceReceives,
 } from '../../../generated/mqtt.ts';
 import { payloadValidators } from '../../../generated/mqtt-payload-validators.cjs';
+import { carTimeFields, carTimeRefusal } from './car-time.ts';
 import { maxPacketBytes } from './packet-size-guard.ts';
 
 /**
@@ -63,7 +64,8 @@ const isReceived = (suffix: string): suffix is ServiceReceivedSuffix => received
 // Invalid UTF-8 is not JSON: decoding fails rather than smuggling in replacement characters.
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
-export function readCarMessage(topic: string, bytes: Uint8Array): ReadMessage {
+/** `now`: the service's time, which a car's times may not run ahead of by more than the skew. */
+export function readCarMessage(topic: string, bytes: Uint8Array, now = new Date()): ReadMessage {
   const parts = parseCarTopic(topic);
   if (!parts || !isReceived(parts.suffix)) return { ok: false, reason: 'invalid_topic' };
   const { suffix } = parts;
@@ -98,6 +100,11 @@ export function readCarMessage(topic: string, bytes: Uint8Array): ReadMessage {
       .map((e) => `${e.instancePath || '/'} ${e.message ?? e.keyword}`)
       .join('; ');
     return { ok: false, reason: 'invalid_payload', suffix, deviceId, detail };
+  }
+  const timeField = carTimeFields[suffix];
+  const refusal = carTimeRefusal(String((payload as Record<string, unknown>)[timeField]), now);
+  if (refusal !== undefined) {
+    return { ok: false, reason: 'invalid_payload', suffix, deviceId, detail: `/${timeField} ${refusal}` };
   }
   if (payload.device_id !== deviceId || payload.brand !== parts.brand) {
     return { ok: false, reason: 'topic_mismatch', suffix, deviceId };

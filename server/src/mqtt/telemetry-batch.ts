@@ -7,8 +7,14 @@
  *
  * While the store is unavailable (a restart, a failover) a batch that could not be written is kept
  * and tried again after a pause, and new rows wait behind it, up to `maxWaitingRows`: beyond that
- * the oldest go, counted as dropped (`store_unavailable`), since a car's newest fixes say most. A
- * batch the store refuses for its content is dropped and counted (`handler_failed`).
+ * the oldest go, counted as dropped (`store_unavailable`), since a car's newest fixes say most.
+ *
+ * A batch is one statement, so a row the store refuses for its content (a time it cannot hold that
+ * got past car-time.ts, a constraint) fails every car's rows with it. Such a batch is written again
+ * in halves, and those halves in halves, down to the rows the store refuses, which alone are
+ * dropped, logged and counted (`handler_failed`): one car's bad row never costs another car a fix,
+ * and the store is asked twice per batch and refused row times the halvings at most. An outage met
+ * on the way is an outage, not a refusal: what is not stored yet waits, as above.
  */
 import { redactDeviceId } from '@svc/sdk';
 import { saveTelemetry, type TelemetryRow } from '../cars/car-report-repository.ts';
@@ -46,34 +52,48 @@ export function createTelemetryBatch(deps: {
   /** The one batch being written now, if any: settles when the store answers. */
   let inFlight: Promise<unknown> = Promise.resolve();
 
-  /** Stored or dropped (counted either way), or kept for another attempt: the store's reason. */
-  async function write(rows: TelemetryRow[]): Promise<string | undefined> {
+  /** Counts what the store kept of `rows`, and drops (counting) the rows of cars not provisioned. */
+  function stored(rows: TelemetryRow[], deviceIds: string[]): void {
+    metrics.counted('telemetry', 'stored', deviceIds.length);
+    const kept = new Set(deviceIds);
+    const unknown = rows.filter((row) => !kept.has(row.device_id));
+    if (unknown.length === 0) return;
+    metrics.dropped('telemetry', 'unknown_car', unknown.length);
+    for (const deviceId of new Set(unknown.map((row) => row.device_id))) {
+      logger.warn('mqtt: telemetry of a car not provisioned dropped', {
+        device: redactDeviceId(deviceId),
+        reason: 'unknown_car',
+      });
+    }
+  }
+
+  /**
+   * Writes `rows`, halving on a refusal (see above). Undefined once every row is stored or dropped
+   * (counted either way); during an outage, the store's reason and the rows not stored yet, in order.
+   */
+  async function write(
+    rows: TelemetryRow[],
+  ): Promise<{ unavailable: string; left: TelemetryRow[] } | undefined> {
     try {
-      const saving = saveTelemetry(db, rows);
-      inFlight = saving.catch(() => undefined);
-      const stored = await saving;
-      metrics.counted('telemetry', 'stored', stored.length);
-      const kept = new Set(stored);
-      const unknown = rows.filter((row) => !kept.has(row.device_id));
-      if (unknown.length > 0) {
-        metrics.dropped('telemetry', 'unknown_car', unknown.length);
-        for (const deviceId of new Set(unknown.map((row) => row.device_id))) {
-          logger.warn('mqtt: telemetry of a car not provisioned dropped', {
-            device: redactDeviceId(deviceId),
-            reason: 'unknown_car',
-          });
-        }
-      }
+      stored(rows, await saveTelemetry(db, rows));
       return undefined;
     } catch (error) {
       const unavailable = storeUnavailableReason(error);
-      if (unavailable !== undefined) return unavailable;
-      metrics.dropped('telemetry', 'handler_failed', rows.length);
-      logger.error('mqtt: a telemetry batch could not be stored', {
-        rows: rows.length,
-        error: error instanceof Error ? error.message : String(error),
-      });
-      return undefined;
+      if (unavailable !== undefined) return { unavailable, left: rows };
+      const [row] = rows;
+      if (rows.length === 1 && row) {
+        metrics.dropped('telemetry', 'handler_failed');
+        logger.error('mqtt: a telemetry fix the store refused dropped', {
+          reason: 'handler_failed',
+          device: redactDeviceId(row.device_id),
+          error: error instanceof Error ? error.message : String(error),
+        });
+        return undefined;
+      }
+      const half = Math.ceil(rows.length / 2);
+      const first = await write(rows.slice(0, half));
+      if (first) return { unavailable: first.unavailable, left: [...first.left, ...rows.slice(half)] };
+      return write(rows.slice(half));
     }
   }
 
@@ -93,9 +113,12 @@ export function createTelemetryBatch(deps: {
   async function writeWaiting(final: boolean): Promise<void> {
     while (waiting.length > 0) {
       const rows = waiting.splice(0, options.maxRows);
-      const unavailable = await write(rows);
-      if (unavailable === undefined) continue;
-      waiting = [...rows, ...waiting];
+      const attempt = write(rows);
+      inFlight = attempt;
+      const outage = await attempt;
+      if (outage === undefined) continue;
+      const { unavailable, left } = outage;
+      waiting = [...left, ...waiting];
       if (final) {
         metrics.dropped('telemetry', 'store_unavailable', waiting.length);
         logger.error('mqtt: telemetry not stored on stop: the store is unavailable', {
