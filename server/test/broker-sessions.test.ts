@@ -19,6 +19,8 @@ import { sample } from './support/metrics.ts';
 
 const adminEmail = 'sessions-admin@example.com';
 const subscriptionFailure = 128;
+/** The embedded broker's queue bound in these tests: small, to be reached. */
+const queueBound = { messages: 5, bytes: 4096 };
 
 interface Received {
   topic: string;
@@ -106,147 +108,156 @@ function startBroker(
   });
 }
 
-for (const [name, start] of [
-  ['on the embedded broker', () => startEmbeddedUnderTest({ SVC_ADMIN_EMAILS: adminEmail })],
-  ['on Mosquitto with dynamic security', () => startMosquittoUnderTest({ SVC_ADMIN_EMAILS: adminEmail })],
-] as const) {
-  startBroker(`a car that keeps its session ${name}`, start, ({ broker, admin, provisionCar, connect }) => {
-    test("when a car subscribes to its own cmd and # in one SUBSCRIBE, goes away, and another brand's car is sent its pairing code, then on its return it receives only its own commands, and no code it saw pairs the other car", async () => {
-      const service = broker().service;
-      const commands = commandsOf(service.url);
-      const attacker = await provisionCar(`brand_a:${newVin()}`);
-      const victim = await provisionCar(`brand_b:victim-${randomUUID()}`);
-      const attackerAccount = await signUpDeveloper(service.url);
-      const ownerToBe = await signUpDeveloper(service.url);
+type Context = Parameters<Parameters<typeof startBroker>[2]>[0];
 
-      const first = await connect(attacker, { clean: false });
-      assert.deepEqual(await grants(first, [cmdTopic(attacker), '#']), [1, subscriptionFailure]);
-      await first.endAsync();
+/** The attack of issue 24, end to end: the same on every broker. */
+function attackTests({ broker, admin, provisionCar, connect }: Context): void {
+  test("when a car subscribes to its own cmd and # in one SUBSCRIBE, goes away, and another brand's car is sent its pairing code, then on its return it receives only its own commands, and no code it saw pairs the other car", async () => {
+    const service = broker().service;
+    const commands = commandsOf(service.url);
+    const attacker = await provisionCar(`brand_a:${newVin()}`);
+    const victim = await provisionCar(`brand_b:victim-${randomUUID()}`);
+    const attackerAccount = await signUpDeveloper(service.url);
+    const ownerToBe = await signUpDeveloper(service.url);
 
-      // While the attacker is away the victim's owner-to-be asks for its code (QoS 1 on its cmd),
-      // and then the attacker's account for its own car's: the broker holds that one for it.
-      const victimCode = await commands.pair(ownerToBe.token, victim.username);
-      assert.equal(victimCode.status, 202, JSON.stringify(victimCode.body));
-      await commands.until(admin().token, victim.username, victimCode.body.command_id, 'sent');
-      const ownCode = await commands.pair(attackerAccount.token, attacker.username);
-      assert.equal(ownCode.status, 202, JSON.stringify(ownCode.body));
-      await commands.until(admin().token, attacker.username, ownCode.body.command_id, 'sent');
+    const first = await connect(attacker, { clean: false });
+    assert.deepEqual(await grants(first, [cmdTopic(attacker), '#']), [1, subscriptionFailure]);
+    await first.endAsync();
 
-      const received: Received[] = [];
-      const back = await connect(attacker, { clean: false }, received);
-      await eventually('the attacker receives its own pairing code, queued after the victim’s', () =>
-        received.some(({ payload }) => payload.includes(ownCode.body.command_id)),
-      );
-      // Sent while it is back: another car's command, then one of its own behind it.
-      const observer = await connect(broker().observer);
-      const liveForVictim = randomUUID();
-      const liveForAttacker = randomUUID();
-      await observer.publishAsync(cmdTopic(victim), liveForVictim, { qos: 1 });
-      await observer.publishAsync(cmdTopic(attacker), liveForAttacker, { qos: 1 });
-      await eventually('the attacker receives the command sent to it', () =>
-        received.some(({ payload }) => payload === liveForAttacker),
-      );
+    // While the attacker is away the victim's owner-to-be asks for its code (QoS 1 on its cmd),
+    // and then the attacker's account for its own car's: the broker holds that one for it.
+    const victimCode = await commands.pair(ownerToBe.token, victim.username);
+    assert.equal(victimCode.status, 202, JSON.stringify(victimCode.body));
+    await commands.until(admin().token, victim.username, victimCode.body.command_id, 'sent');
+    const ownCode = await commands.pair(attackerAccount.token, attacker.username);
+    assert.equal(ownCode.status, 202, JSON.stringify(ownCode.body));
+    await commands.until(admin().token, attacker.username, ownCode.body.command_id, 'sent');
 
-      assert.deepEqual(
-        received.filter(({ topic }) => topic !== cmdTopic(attacker)),
-        [],
-        'only its own cmd reaches the attacker',
-      );
-      assert.ok(!received.some(({ payload }) => payload.includes(victimCode.body.command_id)));
-      assert.ok(!received.some(({ payload }) => payload === liveForVictim));
+    const received: Received[] = [];
+    const back = await connect(attacker, { clean: false }, received);
+    await eventually('the attacker receives its own pairing code, queued after the victim’s', () =>
+      received.some(({ payload }) => payload.includes(ownCode.body.command_id)),
+    );
+    // Sent while it is back: another car's command, then one of its own behind it.
+    const observer = await connect(broker().observer);
+    const liveForVictim = randomUUID();
+    const liveForAttacker = randomUUID();
+    await observer.publishAsync(cmdTopic(victim), liveForVictim, { qos: 1 });
+    await observer.publishAsync(cmdTopic(attacker), liveForAttacker, { qos: 1 });
+    await eventually('the attacker receives the command sent to it', () =>
+      received.some(({ payload }) => payload === liveForAttacker),
+    );
 
-      const codesSeen = received.flatMap(({ payload }) => {
-        try {
-          const command = JSON.parse(payload);
-          return command.name === 'pairing.show_code' ? [command.args.code as string] : [];
-        } catch {
-          return [];
-        }
-      });
-      assert.ok(codesSeen.length > 0, 'the attacker saw its own code');
-      for (const code of codesSeen) {
-        const tried = await commands.pair(attackerAccount.token, victim.username, { code });
-        assert.equal(tried.status, 422, JSON.stringify(tried.body));
-        assert.equal(tried.body.code, 'wrong_pairing_code');
+    assert.deepEqual(
+      received.filter(({ topic }) => topic !== cmdTopic(attacker)),
+      [],
+      'only its own cmd reaches the attacker',
+    );
+    assert.ok(!received.some(({ payload }) => payload.includes(victimCode.body.command_id)));
+    assert.ok(!received.some(({ payload }) => payload === liveForVictim));
+
+    const codesSeen = received.flatMap(({ payload }) => {
+      try {
+        const command = JSON.parse(payload);
+        return command.name === 'pairing.show_code' ? [command.args.code as string] : [];
+      } catch {
+        return [];
       }
-      assert.equal(await ownerOf(service, victim.username), null, 'the victim’s car is nobody’s yet');
-      await back.endAsync();
     });
+    assert.ok(codesSeen.length > 0, 'the attacker saw its own code');
+    for (const code of codesSeen) {
+      const tried = await commands.pair(attackerAccount.token, victim.username, { code });
+      assert.equal(tried.status, 422, JSON.stringify(tried.body));
+      assert.equal(tried.body.code, 'wrong_pairing_code');
+    }
+    assert.equal(await ownerOf(service, victim.username), null, 'the victim’s car is nobody’s yet');
+    await back.endAsync();
+  });
+}
+
+/** What the embedded broker queues for a car that is away, with a bound of 5 messages and 4,096 bytes. */
+function queueBoundTests({ broker, provisionCar, connect }: Context): void {
+  const dropped = async (limit: string) => {
+    const metrics = String((await call(broker().service.metricsUrl, 'GET', '')).body);
+    return sample(metrics, 'svc_mqtt_queue_dropped_total', { limit });
+  };
+
+  /** A car with a kept session subscribed to its cmd, then gone. */
+  async function carAway(): Promise<Car> {
+    const car = await provisionCar(`brand_a:${newVin()}`);
+    const client = await connect(car, { clean: false });
+    assert.deepEqual(await grants(client, [cmdTopic(car)]), [1]);
+    await client.endAsync();
+    return car;
+  }
+
+  /** Comes back and collects what arrives until a command sent now, which comes after the queue. */
+  async function comeBack(car: Car): Promise<string[]> {
+    const received: Received[] = [];
+    const client = await connect(car, { clean: false }, received);
+    const observer = await connect(broker().observer);
+    const sentinel = randomUUID();
+    await observer.publishAsync(cmdTopic(car), sentinel, { qos: 1 });
+    await eventually('the command sent on its return arrives', () =>
+      received.some(({ payload }) => payload === sentinel),
+    );
+    await client.endAsync();
+    await observer.endAsync();
+    return received.map(({ payload }) => payload).filter((payload) => payload !== sentinel);
+  }
+
+  test('when 8 commands are sent to a car away with a bound of 5 then it receives the first 5 on its return, the other 3 are counted as dropped, and the broker goes on', async () => {
+    const car = await carAway();
+    const before = await dropped('messages');
+    const observer = await connect(broker().observer);
+    const sent = Array.from(
+      { length: queueBound.messages + 3 },
+      (_, i) => `command ${i + 1} ${randomUUID()}`,
+    );
+    for (const payload of sent) await observer.publishAsync(cmdTopic(car), payload, { qos: 1 });
+    await observer.endAsync();
+
+    assert.equal(await dropped('messages'), before + 3);
+    assert.deepEqual(await comeBack(car), sent.slice(0, queueBound.messages));
+    // Its queue is free again: the next time it is away, commands wait for it.
+    const client = await connect(car, { clean: false });
+    await client.endAsync();
+    const later = await connect(broker().observer);
+    await later.publishAsync(cmdTopic(car), 'after the drops', { qos: 1 });
+    await later.endAsync();
+    assert.deepEqual(await comeBack(car), ['after the drops']);
+  });
+
+  test('when commands sent to a car away add up to more than the bytes bound then those beyond it are dropped and counted', async () => {
+    const car = await carAway();
+    const before = await dropped('bytes');
+    const observer = await connect(broker().observer);
+    // 1,500 bytes each (and the topic): two fit in 4,096, the third would not.
+    const sent = ['a', 'b', 'c'].map((letter) => letter.repeat(1500));
+    for (const payload of sent) await observer.publishAsync(cmdTopic(car), payload, { qos: 1 });
+    await observer.endAsync();
+
+    assert.equal(await dropped('bytes'), before + 1);
+    assert.deepEqual(await comeBack(car), sent.slice(0, 2));
   });
 }
 
 startBroker(
-  'what the embedded broker queues for a car that is away',
+  'a car that keeps its session, on the embedded broker',
   () =>
     startEmbeddedUnderTest({
       SVC_ADMIN_EMAILS: adminEmail,
-      MQTT_MAX_QUEUED_MESSAGES: '5',
-      MQTT_MAX_QUEUED_BYTES: '4096',
+      MQTT_MAX_QUEUED_MESSAGES: String(queueBound.messages),
+      MQTT_MAX_QUEUED_BYTES: String(queueBound.bytes),
     }),
-  ({ broker, provisionCar, connect }) => {
-    const dropped = async (limit: string) =>
-      sample(
-        String((await call(broker().service.metricsUrl, 'GET', '')).body),
-        'svc_mqtt_queue_dropped_total',
-        {
-          limit,
-        },
-      );
-
-    /** A car with a kept session subscribed to its cmd, then gone. */
-    async function carAway(): Promise<Car> {
-      const car = await provisionCar(`brand_a:${newVin()}`);
-      const client = await connect(car, { clean: false });
-      assert.deepEqual(await grants(client, [cmdTopic(car)]), [1]);
-      await client.endAsync();
-      return car;
-    }
-
-    /** Comes back and collects what arrives until a command sent now, which comes after the queue. */
-    async function comeBack(car: Car): Promise<string[]> {
-      const received: Received[] = [];
-      const client = await connect(car, { clean: false }, received);
-      const observer = await connect(broker().observer);
-      const sentinel = randomUUID();
-      await observer.publishAsync(cmdTopic(car), sentinel, { qos: 1 });
-      await eventually('the command sent on its return arrives', () =>
-        received.some(({ payload }) => payload === sentinel),
-      );
-      await client.endAsync();
-      await observer.endAsync();
-      return received.map(({ payload }) => payload).filter((payload) => payload !== sentinel);
-    }
-
-    test('when 8 commands are sent to a car away with a bound of 5 then it receives the first 5 on its return, the other 3 are counted as dropped, and the broker goes on', async () => {
-      const car = await carAway();
-      const before = await dropped('messages');
-      const observer = await connect(broker().observer);
-      const sent = Array.from({ length: 8 }, (_, i) => `command ${i + 1} ${randomUUID()}`);
-      for (const payload of sent) await observer.publishAsync(cmdTopic(car), payload, { qos: 1 });
-      await observer.endAsync();
-
-      assert.equal(await dropped('messages'), before + 3);
-      assert.deepEqual(await comeBack(car), sent.slice(0, 5));
-      // Its queue is free again: the next time it is away, commands wait for it.
-      const client = await connect(car, { clean: false });
-      await client.endAsync();
-      const later = await connect(broker().observer);
-      await later.publishAsync(cmdTopic(car), 'after the drops', { qos: 1 });
-      await later.endAsync();
-      assert.deepEqual(await comeBack(car), ['after the drops']);
-    });
-
-    test('when commands sent to a car away add up to more than the bytes bound then those beyond it are dropped and counted', async () => {
-      const car = await carAway();
-      const before = await dropped('bytes');
-      const observer = await connect(broker().observer);
-      // 1,500 bytes each: two fit in 4,096, the third would not.
-      const sent = ['a', 'b', 'c'].map((letter) => letter.repeat(1500));
-      for (const payload of sent) await observer.publishAsync(cmdTopic(car), payload, { qos: 1 });
-      await observer.endAsync();
-
-      assert.equal(await dropped('bytes'), before + 1);
-      assert.deepEqual(await comeBack(car), sent.slice(0, 2));
-    });
+  (context) => {
+    attackTests(context);
+    queueBoundTests(context);
   },
+);
+
+startBroker(
+  'a car that keeps its session, on Mosquitto with dynamic security',
+  () => startMosquittoUnderTest({ SVC_ADMIN_EMAILS: adminEmail }),
+  attackTests,
 );
