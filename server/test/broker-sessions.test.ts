@@ -7,7 +7,9 @@
  */
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
+import { connect as tcpConnect } from 'node:net';
 import mqtt, { ErrorWithSubackPacket, type IClientOptions, type MqttClient } from 'mqtt';
+import mqttPacket from 'mqtt-packet';
 import { afterAll, beforeAll, describe, test } from 'vitest';
 import { type Developer, signUpAdmin, signUpDeveloper } from './support/accounts.ts';
 import { type BrokerUnderTest, newVin, type SignIn } from './support/broker-acl.ts';
@@ -239,6 +241,49 @@ function queueBoundTests({ broker, provisionCar, connect }: Context): void {
 
     assert.equal(await dropped('bytes'), before + 1);
     assert.deepEqual(await comeBack(car), sent.slice(0, 2));
+  });
+
+  test('when a connected car that never acknowledges is sent more than its bound then it gets each command once and stays connected', async () => {
+    const car = await provisionCar(`brand_a:${newVin()}`);
+    // A car of bare packets: it reads every PUBLISH and answers none with a PUBACK.
+    const { hostname, port } = new URL(broker().service.mqttUrl);
+    const socket = tcpConnect(Number(port), hostname);
+    let closed = false;
+    socket.on('close', () => {
+      closed = true;
+    });
+    socket.on('error', () => {});
+    const packets: mqttPacket.Packet[] = [];
+    const parser = mqttPacket.parser({ protocolVersion: 4 });
+    parser.on('packet', (packet) => packets.push(packet));
+    socket.on('data', (chunk) => parser.parse(chunk));
+    const send = (packet: mqttPacket.Packet) => socket.write(mqttPacket.generate(packet));
+    send({
+      cmd: 'connect',
+      protocolId: 'MQTT',
+      protocolVersion: 4,
+      clean: false,
+      clientId: car.clientId,
+      username: car.username,
+      password: Buffer.from(car.password),
+      keepalive: 0,
+    });
+    send({ cmd: 'subscribe', messageId: 1, subscriptions: [{ topic: cmdTopic(car), qos: 1 }] });
+    await eventually('the car is subscribed', () => packets.some((packet) => packet.cmd === 'suback'));
+    const received = () =>
+      packets.flatMap((packet) => (packet.cmd === 'publish' ? [packet.payload.toString()] : []));
+
+    const before = await dropped('messages');
+    const observer = await connect(broker().observer);
+    const sent = Array.from({ length: queueBound.messages + 3 }, (_, i) => `unacknowledged ${i + 1}`);
+    for (const payload of sent) await observer.publishAsync(cmdTopic(car), payload, { qos: 1 });
+    await eventually('the car has every command', () => received().length >= sent.length);
+    await observer.endAsync();
+
+    assert.deepEqual(received(), sent);
+    assert.equal(await dropped('messages'), before + 3);
+    assert.ok(!closed, 'the car is still connected');
+    socket.destroy();
   });
 }
 

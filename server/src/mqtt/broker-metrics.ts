@@ -21,7 +21,7 @@ export function createBrokerMetrics(registry: Registry): BrokerMetrics {
   });
   const queueDrops = new Counter({
     name: 'svc_mqtt_queue_dropped_total',
-    help: 'QoS 1 messages the embedded broker did not queue for a client (away, or behind) whose queue was at its bound, by the bound reached (messages, bytes).',
+    help: 'QoS 1 messages the embedded broker did not queue for a client whose queue was at its bound, by the bound reached (messages, bytes): a client away never gets them, a connected one once, never again.',
     labelNames: ['limit'] as const,
     registers: [registry],
   });

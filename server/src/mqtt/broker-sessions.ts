@@ -7,7 +7,8 @@
  *   queue, for a client that is away, every message those match (the whole fleet's for `#`).
  * - Each client's queue of QoS 1 messages (those not yet acknowledged, whether it is away or
  *   behind) is bounded in messages and bytes. As Mosquitto does (`max_queued_messages`), a
- *   message that would go past the bound is dropped and counted; what is queued stays, in order.
+ *   message that would go past the bound is not queued, and counted; what is queued stays, in
+ *   order. A client away never gets it; one connected gets it once, as it is sent.
  */
 import type { Client, Subscription } from 'aedes';
 import type { AedesPacket } from 'aedes-packet';
@@ -70,6 +71,19 @@ export class BrokerSessions extends MemoryPersistence {
       subs.filter((sub) => this.takes(sub.clientId, packet)),
       packet,
     );
+  }
+
+  /**
+   * aedes numbers each message it writes to a connected client here, and takes a message missing
+   * from the queue for a fault that ends the connection. One past the bound is missing on purpose:
+   * it goes out once, unqueued (never sent again), and the client stays connected.
+   */
+  override async outgoingUpdate(client: Client, packet: AedesPacket): Promise<void> {
+    try {
+      await super.outgoingUpdate(client, packet);
+    } catch (error) {
+      if (!(error instanceof Error && error.message === 'no such packet')) throw error;
+    }
   }
 
   /** Every message leaves a queue here: acknowledged, or cleared (a session cleaned, a refusal). */
