@@ -1,3 +1,4 @@
+/// <reference path="./aedes-persistence.d.ts" />
 /**
  * What the embedded broker keeps of a client's session between its connections (`clean: false`):
  * aedes's in-memory persistence, with two rules of ours.
