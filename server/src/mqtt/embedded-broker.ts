@@ -95,7 +95,7 @@ function isServiceClient(clientId: string): boolean {
  * What the broker queues for the service's own sessions: the bound README "The broker" asks of
  * Mosquitto, room for the bridge to fall behind in a burst without losing what cars delivered.
  */
-export const serviceQueueBound: QueueBound = { messages: 100_000, bytes: 256 * 1024 * 1024 };
+const serviceQueueBound: QueueBound = { messages: 100_000, bytes: 256 * 1024 * 1024 };
 
 export function createEmbeddedBroker(deps: {
   credentials: CredentialStore;
