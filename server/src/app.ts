@@ -154,6 +154,7 @@ export function createApp(config: Config, deps: AppDependencies = {}) {
         port: config.mqttPort,
         logger,
         metrics: createBrokerMetrics(metrics.registry),
+        queueBound: { messages: config.mqttMaxQueuedMessages, bytes: config.mqttMaxQueuedBytes },
       });
   const services = createServices({
     db,

@@ -73,6 +73,14 @@ export interface Config {
   /** The embedded broker's port (on HOST), when `mqttUrl` is unset. */
   mqttPort: number;
   /**
+   * What the embedded broker queues for one car or connector that keeps its session
+   * (`clean: false`): QoS 1 messages not yet acknowledged, while it is away or behind. A message
+   * past either bound is dropped (as Mosquitto's `max_queued_messages`/`max_queued_bytes` do).
+   */
+  mqttMaxQueuedMessages: number;
+  /** The same queue's bound in bytes of topic and payload. */
+  mqttMaxQueuedBytes: number;
+  /**
    * A Mosquitto 2 with the dynamic-security plugin (`mqtt://host:port`); unset means the embedded
    * broker. `mqttUsername`/`mqttPassword` sign the service in there: an account allowed to use
    * `$CONTROL/dynamic-security/#` and the car topics.
@@ -126,6 +134,15 @@ function byteCount(env: Env, name: string, fallback: number, example = '52428800
   const value = Number(raw);
   if (!Number.isSafeInteger(value) || value <= 0) {
     throw new ConfigError(`${name} must be a positive number of bytes, such as ${example}, not "${raw}"`);
+  }
+  return value;
+}
+
+function count(env: Env, name: string, fallback: number): number {
+  const raw = text(env, name, String(fallback));
+  const value = Number(raw);
+  if (!/^\d+$/.test(raw) || !Number.isSafeInteger(value) || value <= 0) {
+    throw new ConfigError(`${name} must be a whole number greater than 0, such as ${fallback}, not "${raw}"`);
   }
   return value;
 }
@@ -318,6 +335,8 @@ export function loadConfig(env: Env = process.env): Config {
     jsonLimitBytes: 1024 * 1024,
     validateResponses: false,
     mqttPort: port(env, 'MQTT_PORT', 1883),
+    mqttMaxQueuedMessages: count(env, 'MQTT_MAX_QUEUED_MESSAGES', 1000),
+    mqttMaxQueuedBytes: byteCount(env, 'MQTT_MAX_QUEUED_BYTES', 1024 * 1024, '1048576'),
     mqttUrl: brokerUrl(env),
     mqttUsername: env.MQTT_URL?.trim() ? env.MQTT_USERNAME?.trim() : undefined,
     mqttPassword: env.MQTT_URL?.trim() ? env.MQTT_PASSWORD : undefined,

@@ -4,43 +4,18 @@
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'vitest';
-import { serviceUsername } from '../src/mqtt/embedded-broker.ts';
 import { aclAdminEmail, describeBrokerAcl } from './support/broker-acl.ts';
+import { startEmbeddedUnderTest, startMosquittoUnderTest } from './support/brokers.ts';
 import { startMosquitto } from './support/mosquitto.ts';
 import { startTestService } from './support/service.ts';
 
-describeBrokerAcl('the embedded broker', async () => {
-  const service = await startTestService({ SVC_ADMIN_EMAILS: aclAdminEmail });
-  const { password } = service.app.broker.serviceCredential;
-  return {
-    service,
-    observer: { username: serviceUsername, password, clientId: `${serviceUsername}/acl-observer` },
-    stop: () => service.stop(),
-  };
-});
+describeBrokerAcl('the embedded broker', () =>
+  startEmbeddedUnderTest({ SVC_ADMIN_EMAILS: aclAdminEmail }, 'acl-observer'),
+);
 
-describeBrokerAcl('Mosquitto with dynamic security', async () => {
-  const mosquitto = await startMosquitto();
-  try {
-    const service = await startTestService({
-      SVC_ADMIN_EMAILS: aclAdminEmail,
-      MQTT_URL: mosquitto.url,
-      MQTT_USERNAME: mosquitto.admin.username,
-      MQTT_PASSWORD: mosquitto.admin.password,
-    });
-    return {
-      service,
-      observer: { ...mosquitto.admin, clientId: `${mosquitto.admin.username}/acl-observer` },
-      async stop() {
-        await service.stop();
-        await mosquitto.stop();
-      },
-    };
-  } catch (error) {
-    await mosquitto.stop();
-    throw error;
-  }
-});
+describeBrokerAcl('Mosquitto with dynamic security', () =>
+  startMosquittoUnderTest({ SVC_ADMIN_EMAILS: aclAdminEmail }, 'acl-observer'),
+);
 
 describe('service mode start-up', () => {
   test('when MQTT_USERNAME cannot sign in to MQTT_URL then the service does not start, and says which settings', async () => {

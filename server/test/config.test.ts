@@ -22,6 +22,14 @@ describe('config', () => {
     assert.equal(config.signingKeyRotationSeconds, 30 * 86400);
     assert.equal(config.databaseAcquireTimeoutMs, 5000);
     assert.equal(config.databaseStatementTimeoutMs, 10000);
+    assert.equal(config.mqttMaxQueuedMessages, 1000);
+    assert.equal(config.mqttMaxQueuedBytes, 1024 * 1024);
+  });
+
+  test("when the embedded broker's queue bounds are set then they are read as a count and bytes", () => {
+    const config = loadConfig({ MQTT_MAX_QUEUED_MESSAGES: '50', MQTT_MAX_QUEUED_BYTES: ' 65536 ' });
+    assert.equal(config.mqttMaxQueuedMessages, 50);
+    assert.equal(config.mqttMaxQueuedBytes, 65536);
   });
 
   test('when the database timeouts are set then they are read in milliseconds', () => {
@@ -103,6 +111,9 @@ describe('config', () => {
     [{ DATABASE_ACQUIRE_TIMEOUT_MS: '5s' }, /^DATABASE_ACQUIRE_TIMEOUT_MS /],
     [{ DATABASE_ACQUIRE_TIMEOUT_MS: '1.5' }, /^DATABASE_ACQUIRE_TIMEOUT_MS /],
     [{ DATABASE_STATEMENT_TIMEOUT_MS: '-1' }, /^DATABASE_STATEMENT_TIMEOUT_MS /],
+    [{ MQTT_MAX_QUEUED_MESSAGES: '0' }, /^MQTT_MAX_QUEUED_MESSAGES must be a whole number greater than 0/],
+    [{ MQTT_MAX_QUEUED_MESSAGES: '1e3' }, /^MQTT_MAX_QUEUED_MESSAGES /],
+    [{ MQTT_MAX_QUEUED_BYTES: '1MiB' }, /^MQTT_MAX_QUEUED_BYTES must be a positive number of bytes/],
     [{ DATABASE_STATEMENT_TIMEOUT_MS: '2147483648' }, /^DATABASE_STATEMENT_TIMEOUT_MS /],
     [
       { SVC_CORS_ORIGINS: '*' },

@@ -8,6 +8,9 @@
  * | car `<brand>:<native>`   | its own `status`, `telemetry`, `presence`, `cmd/ack` | its own `cmd`  |
  * | connector of `<brand>`   | the same, for any car of its brand           | `cmd` of its brand's cars |
  * | the service (bridge)     | `cmd` of any car                             | the other four, of every car |
+ *
+ * What a client may receive is what the filters it may subscribe match (`mayReceive`): the
+ * embedded broker asks it again for each message it forwards, whatever subscription brought it.
  */
 import {
   carTopic,
@@ -63,6 +66,18 @@ export function maySubscribe(who: BrokerPrincipal, filter: string): boolean {
       );
     }
   }
+}
+
+/** Whether a message on `topic` may reach `who`: one that a filter `who` may subscribe matches. */
+export function mayReceive(who: BrokerPrincipal, topic: string): boolean {
+  if (who.role === 'car') {
+    return serviceSends.some((suffix) => topic === carTopic(who.brand, who.nativeId, suffix));
+  }
+  const parsed = parseCarTopic(topic);
+  if (!parsed) return false;
+  return who.role === 'connector'
+    ? parsed.brand === who.brand && sentByService.has(parsed.suffix)
+    : sentByCars.has(parsed.suffix);
 }
 
 function matchesBrandFilter(filter: string, suffix: ServiceReceivedSuffix): boolean {

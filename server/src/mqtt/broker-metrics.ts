@@ -1,5 +1,6 @@
 /** The embedded broker's Prometheus metrics, on the service's registry (`/metrics`). */
 import { Counter, type Registry } from 'prom-client';
+import type { QueueLimit } from './broker-sessions.ts';
 import type { PacketRefusal } from './packet-size-guard.ts';
 
 /** Why the broker turned a connection away: a bounded set, so each is a metric label. */
@@ -7,6 +8,8 @@ export type ConnectionRefusal = PacketRefusal | 'credential' | 'client_id' | 'st
 
 export interface BrokerMetrics {
   refused(reason: ConnectionRefusal): void;
+  /** A QoS 1 message not queued for a client whose queue was at its bound. */
+  queueDropped(limit: QueueLimit): void;
 }
 
 export function createBrokerMetrics(registry: Registry): BrokerMetrics {
@@ -16,9 +19,18 @@ export function createBrokerMetrics(registry: Registry): BrokerMetrics {
     labelNames: ['reason'] as const,
     registers: [registry],
   });
+  const queueDrops = new Counter({
+    name: 'svc_mqtt_queue_dropped_total',
+    help: 'QoS 1 messages the embedded broker did not queue for a client whose queue was at its bound, by the bound reached (messages, bytes): a client away never gets them, a connected one once, never again.',
+    labelNames: ['limit'] as const,
+    registers: [registry],
+  });
   return {
     refused(reason) {
       refusals.inc({ reason });
+    },
+    queueDropped(limit) {
+      queueDrops.inc({ limit });
     },
   };
 }

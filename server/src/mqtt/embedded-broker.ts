@@ -7,16 +7,21 @@
  * `maxPacketBytes` ends its connection before aedes buffers it (packet-size-guard.ts), a user name
  * that can be no one is refused without reading the store, and a miss is cached like a hit, so
  * that a flood of wrong passwords costs a store read per user name, not per attempt.
+ *
+ * A client that keeps its session (`clean: false`) gets, while away, only what its row of the
+ * table lets it receive, and no more than its queue bound (broker-sessions.ts); every message the
+ * broker forwards, queued, retained or live, is checked against the table again (`mayReceive`).
  */
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { createServer, type Server, type Socket } from 'node:net';
 import { redactDeviceId, validateDeviceId } from '@svc/sdk';
 import { Aedes, type AuthenticateError, type Client } from 'aedes';
 import type { Logger } from '../logger.ts';
-import { type BrokerPrincipal, mayPublish, maySubscribe } from './acl.ts';
+import { type BrokerPrincipal, mayPublish, mayReceive, maySubscribe } from './acl.ts';
 import { redactTopic, type ServiceBroker } from './broker.ts';
 import type { BrokerAccounts } from './broker-accounts.ts';
 import type { BrokerMetrics } from './broker-metrics.ts';
+import { BrokerSessions, type QueueBound } from './broker-sessions.ts';
 import { type BrokerCredential, type CredentialStore, secretMatches } from './credentials.ts';
 import { guardPacketSize, maxPacketBytes } from './packet-size-guard.ts';
 
@@ -81,12 +86,25 @@ function loggedUsername(username: string): string {
     : redactDeviceId(username);
 }
 
+/** Whether `clientId` is one of the service's own connections (the bridge's, a replica's). */
+function isServiceClient(clientId: string): boolean {
+  return clientId === serviceUsername || clientId.startsWith(`${serviceUsername}/`);
+}
+
+/**
+ * What the broker queues for the service's own sessions: the bound README "The broker" asks of
+ * Mosquitto, room for the bridge to fall behind in a burst without losing what cars delivered.
+ */
+const serviceQueueBound: QueueBound = { messages: 100_000, bytes: 256 * 1024 * 1024 };
+
 export function createEmbeddedBroker(deps: {
   credentials: CredentialStore;
   host: string;
   port: number;
   logger: Logger;
   metrics: BrokerMetrics;
+  /** What is queued for a car or a connector that keeps its session (MQTT_MAX_QUEUED_*). */
+  queueBound: QueueBound;
 }): ServiceBroker {
   const { credentials, logger, metrics } = deps;
   const serviceCredential = { username: serviceUsername, password: randomBytes(24).toString('base64url') };
@@ -211,6 +229,24 @@ export function createEmbeddedBroker(deps: {
     serviceCredential,
     async start() {
       aedes = await Aedes.createBroker({
+        persistence: new BrokerSessions({
+          mayKeep(client, filter) {
+            const session = signedIn.get(client);
+            return session !== undefined && maySubscribe(session.principal, filter);
+          },
+          boundOf: (clientId) => (isServiceClient(clientId) ? serviceQueueBound : deps.queueBound),
+          dropped(clientId, limit, first) {
+            metrics.queueDropped(limit);
+            if (first) {
+              const bound = isServiceClient(clientId) ? serviceQueueBound : deps.queueBound;
+              logger.warn('broker queue full: messages for this client are dropped until it takes some', {
+                client_id: isServiceClient(clientId) ? clientId : loggedUsername(clientId),
+                limit,
+                bound: bound[limit],
+              });
+            }
+          },
+        }),
         authenticate,
         // A refused publish (a topic outside the publisher's row, or its last will there) is
         // dropped; aedes then disconnects the client, as MQTT 3.1.1 offers no negative PUBACK.
@@ -234,6 +270,12 @@ export function createEmbeddedBroker(deps: {
             filter: redactTopic(subscription.topic),
           });
           callback(null, null);
+        },
+        // Whatever brought a message here (a subscription, a session's queue, a retained message),
+        // it reaches a client only on a topic its row of the table lets it receive.
+        authorizeForward(client, packet) {
+          const session = signedIn.get(client);
+          return session && mayReceive(session.principal, packet.topic) ? packet : null;
         },
       });
       const handle = aedes.handle;

@@ -33,7 +33,7 @@ const subscriptionFailure = 128;
 
 let serial = 0;
 /** A VIN no other car of this run (or of an earlier run on a shared store) has. */
-function newVin(): string {
+export function newVin(): string {
   serial += 1;
   const tail = `${Date.now().toString(36).toUpperCase()}${serial}`.replace(/[IOQ]/g, 'X');
   return `ACL${tail}`.padEnd(17, '0').slice(0, 17);
