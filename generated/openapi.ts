@@ -2363,7 +2363,9 @@ export interface components {
     responses: {
         /**
          * @description The request does not match the contract: malformed JSON, a missing or mistyped field, an
-         *     unknown query parameter. `errors` names each field.
+         *     unknown query parameter. `errors` names each field. A JSON body whose objects and arrays nest
+         *     deeper than 32 levels (the body itself is the first) is refused before anything else is looked
+         *     at, with the code `json_too_deep`.
          */
         BadRequest: {
             headers: {

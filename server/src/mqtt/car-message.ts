@@ -14,25 +14,8 @@ import {
   serviceReceives,
 } from '../../../generated/mqtt.ts';
 import { payloadValidators } from '../../../generated/mqtt-payload-validators.cjs';
+import { maxJsonDepth, nestedDeeperThan } from '../json-nesting.ts';
 import { maxPacketBytes } from './packet-size-guard.ts';
-
-/**
- * Deeper than any report needs (the free-form `state` included); JSON.stringify and the store's
- * JSON functions recurse, and a payload nested thousands deep would overflow them.
- */
-export const maxPayloadDepth = 32;
-
-/** Whether objects and arrays in `value` nest deeper than `limit`; walked without recursion. */
-function nestedDeeperThan(value: unknown, limit: number): boolean {
-  const stack: [unknown, number][] = [[value, 1]];
-  for (let next = stack.pop(); next; next = stack.pop()) {
-    const [item, depth] = next;
-    if (typeof item !== 'object' || item === null) continue;
-    if (depth > limit) return true;
-    for (const child of Object.values(item)) stack.push([child, depth + 1]);
-  }
-  return false;
-}
 
 /** Why the bridge drops a message: a bounded set, so each is a metric label. */
 export const dropReasons = [
@@ -81,13 +64,13 @@ export function readCarMessage(topic: string, bytes: Uint8Array): ReadMessage {
   } catch {
     return { ok: false, reason: 'not_json', suffix, deviceId };
   }
-  if (nestedDeeperThan(payload, maxPayloadDepth)) {
+  if (nestedDeeperThan(payload, maxJsonDepth)) {
     return {
       ok: false,
       reason: 'invalid_payload',
       suffix,
       deviceId,
-      detail: `nested deeper than ${maxPayloadDepth} levels`,
+      detail: `nested deeper than ${maxJsonDepth} levels`,
     };
   }
   const validate = payloadValidators[suffix];
