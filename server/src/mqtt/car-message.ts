@@ -85,5 +85,8 @@ export function readCarMessage(topic: string, bytes: Uint8Array): ReadMessage {
   if (payload.device_id !== deviceId || payload.brand !== parts.brand) {
     return { ok: false, reason: 'topic_mismatch', suffix, deviceId };
   }
-  return { ok: true, message: { suffix, deviceId, payload } as CarMessage };
+  const message = { suffix, deviceId, payload } as CarMessage;
+  // An id comes in either case (client/src/uuid.ts); the service uses it in lower case.
+  if (message.suffix === 'cmd/ack') message.payload.command_id = message.payload.command_id.toLowerCase();
+  return { ok: true, message };
 }
