@@ -2371,7 +2371,11 @@ export interface components {
     responses: {
         /**
          * @description The request does not match the contract: malformed JSON, a missing or mistyped field, an
-         *     unknown query parameter. `errors` names each field.
+         *     unknown query parameter. `errors` names each field. A JSON body whose objects and arrays nest
+         *     deeper than 32 levels (the body itself is the first) is refused before anything else is looked
+         *     at, with the code `json_too_deep`. An id of `format: uuid` (in a path or a body) is 8-4-4-4-12
+         *     hexadecimal digits in either case, without a `urn:uuid:` prefix or braces; the service answers
+         *     ids in lower case.
          */
         BadRequest: {
             headers: {

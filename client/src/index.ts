@@ -38,3 +38,4 @@ export type { PairResult, SendCommandRequest, SvcClient, SvcClientOptions } from
 export { createSvcClient, SvcProblem } from './svc-client.ts';
 export type { UnstorableText } from './text.ts';
 export { describeUnstorableText, findUnstorableText } from './text.ts';
+export { isUuid, uuidPattern, uuidPatternSource } from './uuid.ts';

@@ -9,21 +9,43 @@ export interface UnstorableText {
   reason: 'nul' | 'unpaired_surrogate';
 }
 
-/** The first string in `value` (member names included) that no store can hold, or undefined. */
+/**
+ * The first string in `value` (member names included), in document order, that no store can hold,
+ * or undefined. Walked with a stack of its own, not by recursion: a body nested 100,000 deep must
+ * be answered, not overflow the call stack.
+ */
 export function findUnstorableText(value: unknown, pointer = ''): UnstorableText | undefined {
-  if (typeof value === 'string') {
-    const reason = unstorable(value);
-    return reason && { pointer, reason };
-  }
-  if (value === null || typeof value !== 'object') return undefined;
-  for (const [key, member] of Object.entries(value)) {
-    const at = `${pointer}/${key.replaceAll('~', '~0').replaceAll('/', '~1')}`;
-    const reason = unstorable(key);
-    if (reason) return { pointer: at, reason };
-    const found = findUnstorableText(member, at);
-    if (found) return found;
+  const pending: Place[] = [{ value }];
+  for (let place = pending.pop(); place; place = pending.pop()) {
+    const { value: item, key } = place;
+    const reason = (key !== undefined && unstorable(key)) || (typeof item === 'string' && unstorable(item));
+    if (reason) return { pointer: pointer + pointerTo(place), reason };
+    if (item === null || typeof item !== 'object') continue;
+    // Pushed last member first, so that members are looked at in order.
+    const members = Object.entries(item);
+    for (let i = members.length - 1; i >= 0; i -= 1) {
+      const [name, member] = members[i] as [string, unknown];
+      pending.push({ value: member, key: name, parent: place });
+    }
   }
   return undefined;
+}
+
+/** A value in the document, under member name (or index) `key` of its parent; the root has neither. */
+interface Place {
+  value: unknown;
+  key?: string;
+  parent?: Place;
+}
+
+/** The JSON Pointer of `place`, built only for the one string that is reported. */
+function pointerTo(place: Place): string {
+  const keys: string[] = [];
+  for (let at: Place | undefined = place; at?.key !== undefined; at = at.parent) keys.push(at.key);
+  return keys
+    .reverse()
+    .map((key) => `/${key.replaceAll('~', '~0').replaceAll('/', '~1')}`)
+    .join('');
 }
 
 /** What a person is told about the string at `pointer`. */

@@ -9,11 +9,14 @@
  * schema format is a superset of JSON Schema draft 7; the `x-` extensions (the parser's own and the
  * contract's, which are for codegen) are left out so that ajv's strict mode refuses anything else.
  * Formats (`date-time`, `uuid`) are ajv-formats' full ones, loaded by the generated code with
- * `require`: a date the store would refuse (`2026-02-30`) fails here instead.
+ * `require`: a date the store would refuse (`2026-02-30`) fails here instead. `uuid` is the
+ * service's own grammar (client/src/uuid.ts), inlined as its pattern: ajv-formats' also takes
+ * `urn:uuid:…`, which the store refuses.
  */
 import { _, Ajv } from 'ajv';
 import standalone from 'ajv/dist/standalone/index.js';
 import addFormats from 'ajv-formats';
+import { uuidPattern } from '../../client/src/uuid.ts';
 import { banner } from './banner.ts';
 import { parseContract } from './mqtt.ts';
 
@@ -84,6 +87,7 @@ export async function generateMqttPayloadValidators(asyncapiPath: string): Promi
     code: { source: true, lines: true, formats: _`require("ajv-formats/dist/formats").fullFormats` },
   });
   addFormats.default(ajv);
+  ajv.addFormat('uuid', uuidPattern);
   const exports: Record<string, string> = {};
   for (const { payloadType, schema } of topics) {
     if (validatorName(payloadType) in exports) continue;

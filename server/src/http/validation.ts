@@ -5,13 +5,14 @@
  * for /api/v1/dev/me); here it has only its own path to try. The rules are the same: requests
  * always validated (no type coercion, unknown query parameters refused), responses in tests.
  */
-import { describeUnstorableText, findUnstorableText } from '@svc/sdk';
+import { describeUnstorableText, findUnstorableText, uuidPattern } from '@svc/sdk';
 import type { RequestHandler } from 'express';
 import * as OpenApiValidator from 'express-openapi-validator';
 import type { OpenAPIV3 } from 'express-openapi-validator/dist/framework/types.js';
 import { type OperationId, routes } from '../../../generated/routes.ts';
 import { jsonBody } from './json-body.ts';
 import { ProblemError } from './problem.ts';
+import { lowerCaseUuids, uuidPlaces } from './uuid-ids.ts';
 
 type Contract = OpenAPIV3.DocumentV3_1;
 
@@ -43,12 +44,14 @@ export function contractValidators(
         validateResponses: options.validateResponses ? { coerceTypes: false } : false,
         validateSecurity: false,
         ignoreUndocumented: false,
+        // The service's one UUID grammar in place of ajv-formats' (which takes `urn:uuid:…`).
+        formats: { uuid: uuidPattern },
       }) as RequestHandler[];
       byPath.set(openapiPath, validators);
     }
-    // Express answers HEAD from the GET route; the validator knows no HEAD and would say 405.
-    const checks = method === 'get' ? validators.map(exceptHead) : validators;
-    return [...parsers, ...checks];
+    // Express answers HEAD from the GET route: a HEAD is checked as the GET it stands for.
+    const checks = method === 'get' ? validators.map(checkingHeadAsGet) : validators;
+    return [...parsers, ...checks, ...lowerCaseUuids(uuidPlaces(contract, openapiPath, method))];
   };
 }
 
@@ -67,6 +70,23 @@ const refuseUnstorableText: RequestHandler = (req, _res, next) => {
   next();
 };
 
-function exceptHead(validator: RequestHandler): RequestHandler {
-  return (req, res, next) => (req.method === 'HEAD' ? next() : validator(req, res, next));
+/**
+ * The validator knows no HEAD (it would say 405), and skipping it let a HEAD through with a path
+ * its GET refuses (a 500 from the store, or a 404 where GET says 400). So a HEAD is shown to the
+ * validator as a GET, and is a HEAD again once the validator has passed or refused it.
+ */
+function checkingHeadAsGet(validator: RequestHandler): RequestHandler {
+  return (req, res, next) => {
+    if (req.method !== 'HEAD') return validator(req, res, next);
+    req.method = 'GET';
+    try {
+      return validator(req, res, (error?: unknown) => {
+        req.method = 'HEAD';
+        next(error);
+      });
+    } catch (error) {
+      req.method = 'HEAD';
+      throw error;
+    }
+  };
 }

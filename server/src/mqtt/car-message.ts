@@ -14,26 +14,9 @@ import {
   serviceReceives,
 } from '../../../generated/mqtt.ts';
 import { payloadValidators } from '../../../generated/mqtt-payload-validators.cjs';
+import { maxJsonDepth, nestedDeeperThan } from '../json-nesting.ts';
 import { carTimeFields, carTimeRefusal } from './car-time.ts';
 import { maxPacketBytes } from './packet-size-guard.ts';
-
-/**
- * Deeper than any report needs (the free-form `state` included); JSON.stringify and the store's
- * JSON functions recurse, and a payload nested thousands deep would overflow them.
- */
-export const maxPayloadDepth = 32;
-
-/** Whether objects and arrays in `value` nest deeper than `limit`; walked without recursion. */
-function nestedDeeperThan(value: unknown, limit: number): boolean {
-  const stack: [unknown, number][] = [[value, 1]];
-  for (let next = stack.pop(); next; next = stack.pop()) {
-    const [item, depth] = next;
-    if (typeof item !== 'object' || item === null) continue;
-    if (depth > limit) return true;
-    for (const child of Object.values(item)) stack.push([child, depth + 1]);
-  }
-  return false;
-}
 
 /** Why the bridge drops a message: a bounded set, so each is a metric label. */
 export const dropReasons = [
@@ -83,13 +66,13 @@ export function readCarMessage(topic: string, bytes: Uint8Array, now = new Date(
   } catch {
     return { ok: false, reason: 'not_json', suffix, deviceId };
   }
-  if (nestedDeeperThan(payload, maxPayloadDepth)) {
+  if (nestedDeeperThan(payload, maxJsonDepth)) {
     return {
       ok: false,
       reason: 'invalid_payload',
       suffix,
       deviceId,
-      detail: `nested deeper than ${maxPayloadDepth} levels`,
+      detail: `nested deeper than ${maxJsonDepth} levels`,
     };
   }
   const validate = payloadValidators[suffix];
@@ -109,5 +92,8 @@ export function readCarMessage(topic: string, bytes: Uint8Array, now = new Date(
   if (payload.device_id !== deviceId || payload.brand !== parts.brand) {
     return { ok: false, reason: 'topic_mismatch', suffix, deviceId };
   }
-  return { ok: true, message: { suffix, deviceId, payload } as CarMessage };
+  const message = { suffix, deviceId, payload } as CarMessage;
+  // An id comes in either case (client/src/uuid.ts); the service uses it in lower case.
+  if (message.suffix === 'cmd/ack') message.payload.command_id = message.payload.command_id.toLowerCase();
+  return { ok: true, message };
 }
