@@ -128,6 +128,14 @@ const sessionTakenOver = 0x8e;
 /** How soon a refused or failed subscription is asked for again on the same connection. */
 const resubscribeMs = 1000;
 
+/**
+ * Connections the broker closes this soon after they began, this many in a row, are most likely
+ * two clients with one client id throwing each other off: Mosquitto before 2.0.15 says nothing
+ * of a session taken over (it sends no DISCONNECT 0x8E), it just closes the connection.
+ */
+const shortConnectionMs = 5000;
+const shortConnectionsInARow = 3;
+
 export function createBridge(deps: BridgeDependencies) {
   const { connection, db, clock, logger, metrics, commands } = deps;
   const health = deps.health;
@@ -417,9 +425,21 @@ export function createBridge(deps: BridgeDependencies) {
     /** Counts the connections, so that a late answer to an old one's SUBSCRIBE changes nothing. */
     let connections = 0;
     let retry: NodeJS.Timeout | undefined;
+    let connectedAt: number | undefined;
+    let shortInARow = 0;
     started.on('close', () => {
       clearTimeout(retry);
       health?.connected('messages', false);
+      if (connectedAt === undefined || started.disconnecting || takenOver) return;
+      shortInARow = Date.now() - connectedAt < shortConnectionMs ? shortInARow + 1 : 0;
+      connectedAt = undefined;
+      if (shortInARow === shortConnectionsInARow) {
+        logger.error(
+          'mqtt: the broker keeps closing the bridge connection soon after it connects: another client probably uses its client id. ' +
+            'Two replicas with the same SVC_REPLICA_ID do this: give each its own',
+          { client_id: clientId, connections: shortInARow },
+        );
+      }
     });
     return new Promise((resolve, reject) => {
       let up = false;
@@ -459,6 +479,7 @@ export function createBridge(deps: BridgeDependencies) {
       };
       started.on('connect', (connack) => {
         connections += 1;
+        connectedAt = Date.now();
         health?.connected('messages', true);
         subscribeOn(connections, connack.sessionPresent);
       });
