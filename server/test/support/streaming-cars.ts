@@ -28,7 +28,10 @@ export interface StreamingFleet {
 /** Times a few minutes back, one millisecond apart: distinct, and never in the car's future. */
 function timeline(): () => string {
   let next = Date.now() - 10 * 60_000;
-  return () => new Date((next += 1)).toISOString();
+  return () => {
+    next += 1;
+    return new Date(next).toISOString();
+  };
 }
 
 export async function streamCars(
