@@ -61,7 +61,8 @@ async function nothingLost(
         last = await notWritten(fleet, writes, unsure);
         return last.statuses === 0 && last.presences === 0;
       },
-      20_000,
+      // A replica back from a restart works through what the broker kept for it, one at a time.
+      60_000,
     );
   } catch (error) {
     throw new Error(

@@ -39,7 +39,7 @@ export async function streamCars(
   credentials: { deviceId: string; password: string }[],
   options: { statusEveryMs?: number } = {},
 ): Promise<StreamingFleet> {
-  const statusEveryMs = options.statusEveryMs ?? 20;
+  const statusEveryMs = options.statusEveryMs ?? 50;
   let running = true;
   const clients: MqttClient[] = [];
   const loops: Promise<void>[] = [];
