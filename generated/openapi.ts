@@ -1011,7 +1011,7 @@ export interface paths {
         };
         /**
          * Readiness
-         * @description Ready when the store answers within about a second (on Postgres over a connection of its own, never queued behind requests); 503 with the failing checks otherwise.
+         * @description Ready when the store answers within about a second (on Postgres over a connection of its own, never queued behind requests) and the MQTT bridge is connected and subscribed. When the store answers but the bridge is not (the broker away, or a subscription refused), 200 with `status` `degraded` and `checks.mqtt_bridge` `failing`: the API still serves, and taking every replica out of a load balancer for a broker restart would stop it. 503 when the store does not answer.
          */
         get: operations["getReadiness"];
         put?: never;
@@ -2355,14 +2355,18 @@ export interface components {
          * @example {
          *       "status": "ready",
          *       "checks": {
-         *         "store": "ok"
+         *         "store": "ok",
+         *         "mqtt_bridge": "ok"
          *       }
          *     }
          */
         Health: {
-            /** @enum {string} */
-            status: "ok" | "ready" | "not_ready";
-            /** @description Readiness only; each dependency and whether it answered. */
+            /**
+             * @description `ok` (liveness); `ready`: every check ok; `degraded`: the store answers, so the API serves, but the MQTT bridge of this process takes none of the cars' messages; `not_ready`: the store does not answer.
+             * @enum {string}
+             */
+            status: "ok" | "ready" | "degraded" | "not_ready";
+            /** @description Readiness only; each dependency and whether it works: `store` (answers within about a second), `mqtt_bridge` (connected to the broker and subscribed to the cars' topics, and the commands' connection up). */
             checks?: {
                 [key: string]: "ok" | "failing";
             };
@@ -4229,7 +4233,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Ready to serve. */
+            /** @description Ready to serve (`ready`), or serving without the MQTT bridge (`degraded`). */
             200: {
                 headers: {
                     [name: string]: unknown;

@@ -251,8 +251,9 @@ export function toDeveloperIdentity(wire: Wire['DeveloperIdentity']): DeveloperI
 
 /** Liveness (`/healthz`) or readiness (`/readyz`) of this process. */
 export interface Health {
-  status: 'ok' | 'ready' | 'not_ready';
-  /** Readiness only; each dependency and whether it answered. */
+  /** `ok` (liveness); `ready`: every check ok; `degraded`: the store answers, so the API serves, but the MQTT bridge of this process takes none of the cars' messages; `not_ready`: the store does not answer. */
+  status: 'ok' | 'ready' | 'degraded' | 'not_ready';
+  /** Readiness only; each dependency and whether it works: `store` (answers within about a second), `mqtt_bridge` (connected to the broker and subscribed to the cars' topics, and the commands' connection up). */
   checks?: { [key: string]: 'ok' | 'failing' };
 }
 

@@ -5,7 +5,6 @@
  * validator, handler → docs, the runtime script, the console → problems.
  */
 
-import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -37,6 +36,7 @@ import { contractValidators } from './http/validation.ts';
 import { createLogger, type Logger } from './logger.ts';
 import { createMetrics, listenForMetrics } from './metrics.ts';
 import { type Bridge, type BrokerConnection, createBridge } from './mqtt/bridge.ts';
+import { createBridgeHealth } from './mqtt/bridge-health.ts';
 import { createBridgeMetrics } from './mqtt/bridge-metrics.ts';
 import type { ServiceBroker } from './mqtt/broker.ts';
 import { createBrokerMetrics } from './mqtt/broker-metrics.ts';
@@ -156,8 +156,10 @@ export function createApp(config: Config, deps: AppDependencies = {}) {
         metrics: createBrokerMetrics(metrics.registry),
         queueBound: { messages: config.mqttMaxQueuedMessages, bytes: config.mqttMaxQueuedBytes },
       });
+  const bridgeHealth = createBridgeHealth(metrics.registry);
   const services = createServices({
     db,
+    bridgeHealth,
     config,
     clock,
     audience,
@@ -174,8 +176,9 @@ export function createApp(config: Config, deps: AppDependencies = {}) {
   const bridgeConnection = (mqttUrl: string): BrokerConnection => {
     if (deps.brokerConnection) return deps.brokerConnection;
     const { username, password } = broker.serviceCredential;
-    // The broker takes the service's clients only under its user name; one per replica.
-    const clientId = `${username}/bridge-${randomBytes(6).toString('hex')}`;
+    // The broker takes the service's clients only under its user name. The same at every start
+    // of this replica, so that it takes back its session (bridge.ts); another replica's differs.
+    const clientId = `${username}/bridge-${config.replicaId}`;
     return config.mqttUrl
       ? { url: config.mqttUrl, username, password, clientId, protocolVersion: 5, shared: true }
       : { url: mqttUrl, username, password, clientId, protocolVersion: 4 };
@@ -324,6 +327,7 @@ export function createApp(config: Config, deps: AppDependencies = {}) {
         clock,
         logger,
         metrics: bridgeMetrics,
+        health: bridgeHealth,
         telemetryBatch: deps.telemetryBatch,
       });
       services.commandOutbox.attach(bridge.publisher);

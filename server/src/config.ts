@@ -88,6 +88,13 @@ export interface Config {
   mqttUrl: string | undefined;
   mqttUsername: string | undefined;
   mqttPassword: string | undefined;
+  /**
+   * This replica's name among the service's replicas: its bridge signs in to the broker as
+   * `<service user>/bridge-<replicaId>`, so that a restarted replica takes its own broker session
+   * back (with what the broker kept for it) instead of leaving it to hold its share of the cars'
+   * messages. Each replica needs its own, kept across restarts; one service keeps the default.
+   */
+  replicaId: string;
   /** Redis for the key-value store (`mqtt:auth:{deviceId}`); unset means a table of the SQL store. */
   redisUrl: string | undefined;
   /**
@@ -248,6 +255,17 @@ function brokerUrl(env: Env): string | undefined {
   return raw;
 }
 
+/** Part of an MQTT client id: no `/`, `+`, `#` or spaces, and short enough to read in a log. */
+function replicaId(env: Env): string {
+  const value = text(env, 'SVC_REPLICA_ID', 'main');
+  if (!/^[A-Za-z0-9._-]{1,64}$/.test(value)) {
+    throw new ConfigError(
+      `SVC_REPLICA_ID must be 1 to 64 letters, digits, '.', '_' or '-' (a name kept across restarts, such as svc-0), not "${value}"`,
+    );
+  }
+  return value;
+}
+
 function redisUrl(env: Env): string | undefined {
   const raw = env.REDIS_URL?.trim();
   if (!raw) return undefined;
@@ -340,6 +358,7 @@ export function loadConfig(env: Env = process.env): Config {
     mqttUrl: brokerUrl(env),
     mqttUsername: env.MQTT_URL?.trim() ? env.MQTT_USERNAME?.trim() : undefined,
     mqttPassword: env.MQTT_URL?.trim() ? env.MQTT_PASSWORD : undefined,
+    replicaId: replicaId(env),
     redisUrl: redisUrl(env),
     corsOrigins: originList(env, 'SVC_CORS_ORIGINS'),
   };

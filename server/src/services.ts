@@ -17,6 +17,7 @@ import { createIdentityTokenService } from './identity/identity-tokens.ts';
 import { createSigningKeyService } from './identity/signing-keys.ts';
 import type { Logger } from './logger.ts';
 import { createMiniAppService } from './mini-apps/mini-app-service.ts';
+import type { BridgeHealth } from './mqtt/bridge-health.ts';
 import type { BrokerAccounts } from './mqtt/broker-accounts.ts';
 import type { CredentialStore } from './mqtt/credentials.ts';
 import { createFailureLimit } from './sign-in/failure-limit.ts';
@@ -43,6 +44,8 @@ export function createServices(deps: {
   broker: BrokerAccounts;
   logger: Logger;
   commandMetrics: CommandMetrics;
+  /** Whether the MQTT bridge takes the cars' messages (for /readyz). */
+  bridgeHealth: BridgeHealth;
 }) {
   const { db, config, clock, logger, commandMetrics } = deps;
   const blobs = createBlobStore(config.dataDir);
@@ -65,6 +68,7 @@ export function createServices(deps: {
   return {
     db,
     storeReadiness: createStoreReadiness(db),
+    bridgeHealth: deps.bridgeHealth,
     config,
     tokens,
     failures,

@@ -51,7 +51,10 @@ describe.skipIf(needsPostgres)(
         MQTT_PASSWORD: mosquitto.admin.password,
       };
       for (let i = 0; i < 2; i += 1) {
-        replicas.push(await startTestService(env, { store, clockRuns: true }));
+        // Each replica its own name, so its own broker session (README "Replicas and broker restarts").
+        replicas.push(
+          await startTestService({ ...env, SVC_REPLICA_ID: `replica-${i + 1}` }, { store, clockRuns: true }),
+        );
       }
       // The code the last replica printed is the live one: each start issues a new one.
       admin = await signUpAdmin(replicas[1] as TestService, adminEmail);

@@ -89,8 +89,16 @@ describe('when Mosquitto is killed and started again while cars publish', () => 
     const provisionOne = () =>
       provisionCars({ apiUrl: service.url, token: admin.token, count: 1, brand: 'brand_a' });
     await assert.rejects(provisionOne(), /broker/i, 'provisioning needs the broker, and says so');
-    // Ready: the store answers, and the API (accounts, packages) works without the broker.
-    assert.equal((await call(service.url, 'GET', '/readyz')).status, 200);
+    // Serving: the store answers, and the API (accounts, packages) works without the broker; but
+    // it says the bridge takes nothing, and so does the metric.
+    await eventually('/readyz says the bridge is failing', async () => {
+      const readiness = await call(service.url, 'GET', '/readyz');
+      assert.equal(readiness.status, 200);
+      return readiness.body.status === 'degraded' && readiness.body.checks.mqtt_bridge === 'failing';
+    });
+    const metrics = async () => String((await call(service.metricsUrl, 'GET', '')).body);
+    assert.equal(sample(await metrics(), 'svc_mqtt_bridge_subscribed'), 0);
+    assert.equal(sample(await metrics(), 'svc_mqtt_bridge_connected', { connection: 'messages' }), 0);
     assert.equal((await call(service.url, 'GET', '/healthz')).status, 200);
 
     const restarted = new Date();
@@ -103,10 +111,15 @@ describe('when Mosquitto is killed and started again while cars publish', () => 
     );
     await eventually('every car shows online again', () => fleet.allOnline(cars));
     // It says so once it has read what the cars left retained, which may come after their reports.
-    await eventually('the bridge says it resubscribed', () =>
+    await eventually('the bridge says it subscribed again, the broker having lost its session', () =>
       service.logs
         .map((line) => JSON.parse(line))
-        .some((line) => line.message === 'mqtt: bridge connected' && line.resubscribed === true),
+        .some(
+          (line) =>
+            line.message === 'mqtt: bridge connected' &&
+            line.subscribed === true &&
+            line.session_present === false,
+        ),
     );
 
     let added: CarCredential[] = [];
@@ -139,7 +152,15 @@ describe('when Mosquitto is killed and started again while cars publish', () => 
       async () =>
         sample(String((await call(service.metricsUrl, 'GET', '')).body), 'svc_mqtt_connected_cars') === 4,
     );
-    assert.equal((await call(service.url, 'GET', '/readyz')).status, 200);
+    assert.deepEqual((await call(service.url, 'GET', '/readyz')).body, {
+      status: 'ready',
+      checks: { store: 'ok', mqtt_bridge: 'ok' },
+    });
+    const scrape = await metrics();
+    assert.equal(sample(scrape, 'svc_mqtt_bridge_subscribed'), 1);
+    for (const connection of ['messages', 'commands']) {
+      assert.equal(sample(scrape, 'svc_mqtt_bridge_connected', { connection }), 1, connection);
+    }
   });
 });
 

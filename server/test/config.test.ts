@@ -24,6 +24,7 @@ describe('config', () => {
     assert.equal(config.databaseStatementTimeoutMs, 10000);
     assert.equal(config.mqttMaxQueuedMessages, 1000);
     assert.equal(config.mqttMaxQueuedBytes, 1024 * 1024);
+    assert.equal(config.replicaId, 'main');
   });
 
   test("when the embedded broker's queue bounds are set then they are read as a count and bytes", () => {
@@ -57,6 +58,7 @@ describe('config', () => {
       SVC_SHUTDOWN_GRACE: '20',
       SVC_COMMAND_SWEEP: '30s',
       SVC_SIGNING_KEY_ROTATION: '7d',
+      SVC_REPLICA_ID: ' svc-1 ',
     });
     assert.equal(config.port, 9000);
     assert.equal(config.dataDir, '/var/lib/svc');
@@ -70,6 +72,7 @@ describe('config', () => {
     assert.equal(config.shutdownGraceSeconds, 20);
     assert.equal(config.commandSweepSeconds, 30);
     assert.equal(config.signingKeyRotationSeconds, 7 * 86400);
+    assert.equal(config.replicaId, 'svc-1');
   });
 
   test('when SVC_CORS_ORIGINS is unset then no origin is listed; when set then each is kept as browsers write it', () => {
@@ -102,6 +105,8 @@ describe('config', () => {
     [{ SVC_SHUTDOWN_GRACE: 'soon' }, /^SVC_SHUTDOWN_GRACE /],
     [{ SVC_COMMAND_SWEEP: 'often' }, /^SVC_COMMAND_SWEEP /],
     [{ SVC_COMMAND_SWEEP: '30d' }, /^SVC_COMMAND_SWEEP must be at most 1h/],
+    [{ SVC_REPLICA_ID: 'svc/1' }, /^SVC_REPLICA_ID must be 1 to 64 letters/],
+    [{ SVC_REPLICA_ID: 'x'.repeat(65) }, /^SVC_REPLICA_ID /],
     [{ SVC_SIGNING_KEY_ROTATION: 'monthly' }, /^SVC_SIGNING_KEY_ROTATION /],
     [{ SVC_SIGNING_KEY_ROTATION: '10m' }, /^SVC_SIGNING_KEY_ROTATION must be at least 1h/],
     [

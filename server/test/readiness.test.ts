@@ -10,7 +10,10 @@ test('when the store stops answering then /readyz is 503 naming it, while /healt
     await service.store.db.destroy();
     const readiness = await call(service.url, 'GET', '/readyz');
     assert.equal(readiness.status, 503);
-    assert.deepEqual(readiness.body, { status: 'not_ready', checks: { store: 'failing' } });
+    assert.deepEqual(readiness.body, {
+      status: 'not_ready',
+      checks: { store: 'failing', mqtt_bridge: 'ok' },
+    });
     assert.equal((await call(service.url, 'GET', '/healthz')).status, 200);
   } finally {
     await service.app.stop();

@@ -16,8 +16,13 @@
  * handle, and a bridge behind on its messages held every command back (bench:commands: a second and
  * more per command at 100 commands a second on Postgres). The bridge tells the outbox when it
  * connects and when a car says `online`, and moves commands as the cars' `cmd/ack` say.
+ *
+ * The bridge signs in under a client id that is the same at every start of the replica
+ * (`connection.clientId`, from SVC_REPLICA_ID) with a session the broker keeps for an hour: a
+ * restarted replica takes back its session and what the broker queued in it meanwhile. It
+ * subscribes on every connection, session kept or not (see `subscribeOn`), and stands down when
+ * another client takes its client id, rather than taking it back every second.
  */
-import { randomBytes } from 'node:crypto';
 import { redactDeviceId } from '@svc/sdk';
 import mqtt, { type IClientOptions, type IPublishPacket, type MqttClient } from 'mqtt';
 import {
@@ -35,6 +40,7 @@ import type { CommandPublisher } from '../commands/command-outbox.ts';
 import type { AckHandled } from '../commands/command-service.ts';
 import type { Logger } from '../logger.ts';
 import type { Db } from '../store/db.ts';
+import type { BridgeHealth } from './bridge-health.ts';
 import type { BridgeMetrics } from './bridge-metrics.ts';
 import { readCarMessage } from './car-message.ts';
 import { createStoreOutage, StoreOutageError } from './store-outage.ts';
@@ -56,7 +62,11 @@ export interface BrokerConnection {
   protocolVersion?: 4 | 5;
   /** Subscribe as `$share/svc/<filter>`, so that the replicas split the stream (MQTT 5 brokers). */
   shared?: boolean;
-  /** Unique per replica; by default a random one per start. */
+  /**
+   * The same at every start of one replica, and never used by another (two would take the
+   * session from each other): the broker keeps the bridge's session under it. Default
+   * `<username>/bridge-main`, for a service of one replica.
+   */
   clientId?: string;
 }
 
@@ -87,6 +97,8 @@ export interface BridgeDependencies {
   clock: Clock;
   logger: Logger;
   metrics: BridgeMetrics;
+  /** Where the bridge says whether its connections are up and subscribed (metrics, /readyz). */
+  health?: BridgeHealth;
   telemetryBatch?: TelemetryBatchOptions;
 }
 
@@ -103,10 +115,30 @@ type Handler<S extends ServiceReceivedSuffix> = (
   seenAt: Date | undefined,
 ) => Promise<Handled>;
 
+/**
+ * How long the broker keeps the bridge's session, and queues the cars' QoS 1 messages in it, while
+ * the replica is away (a restart, an upgrade, a crash). A replica gone for good leaves what the
+ * broker queued for it there until then (docs/decisions.md, "Replicas and broker sessions").
+ */
 const sessionExpirySeconds = 3600;
+
+/** MQTT 5 DISCONNECT reason 0x8E: another client connected with this client id. */
+const sessionTakenOver = 0x8e;
+
+/** How soon a refused or failed subscription is asked for again on the same connection. */
+const resubscribeMs = 1000;
+
+/**
+ * Connections the broker closes this soon after they began, this many in a row, are most likely
+ * two clients with one client id throwing each other off: Mosquitto before 2.0.15 says nothing
+ * of a session taken over (it sends no DISCONNECT 0x8E), it just closes the connection.
+ */
+const shortConnectionMs = 5000;
+const shortConnectionsInARow = 3;
 
 export function createBridge(deps: BridgeDependencies) {
   const { connection, db, clock, logger, metrics, commands } = deps;
+  const health = deps.health;
   const writer = deps.writer ?? db;
   const telemetry = createTelemetryBatch({
     db,
@@ -282,7 +314,29 @@ export function createBridge(deps: BridgeDependencies) {
     },
   };
 
-  const clientId = connection.clientId ?? `svc-bridge-${randomBytes(6).toString('hex')}`;
+  const clientId = connection.clientId ?? `${connection.username}/bridge-main`;
+  /** Set once another client took this replica's client id: neither connection comes back. */
+  let takenOver = false;
+
+  /**
+   * Another process connected with this replica's client id (MQTT 5 says so in its DISCONNECT): a
+   * newer start of this replica, or a second replica given the same SVC_REPLICA_ID. Taking it
+   * back would have the two throw each other off every second; the newer one keeps it, this one
+   * stops both its connections and says why. Its HTTP API keeps serving.
+   */
+  function standDown(what: 'bridge' | 'command publisher'): void {
+    if (takenOver) return;
+    takenOver = true;
+    logger.error(
+      "mqtt: another client connected with this replica's client id; this bridge stopped taking messages. " +
+        'Unless this replica was just replaced by a newer start of it, two replicas have the same SVC_REPLICA_ID: give each its own',
+      { client_id: clientId, connection: what },
+    );
+    client?.end(true);
+    publishing?.end(true);
+    health?.connected('messages', false);
+    health?.connected('commands', false);
+  }
 
   /**
    * The publisher's connection: a clean session that subscribes to nothing, so that mqtt.js reads
@@ -310,9 +364,11 @@ export function createBridge(deps: BridgeDependencies) {
       started.on('connect', () => {
         if (up) logger.info('mqtt: command publisher connected');
         up = true;
+        health?.connected('commands', true);
         commands.publisherConnected();
         resolve();
       });
+      started.on('close', () => health?.connected('commands', false));
       reportTrouble(started, 'command publisher', () => up, reject);
     });
   }
@@ -327,6 +383,9 @@ export function createBridge(deps: BridgeDependencies) {
     isUp: () => boolean,
     reject: (error: Error) => void,
   ): void {
+    started.on('disconnect', (packet) => {
+      if (packet.reasonCode === sessionTakenOver) standDown(what);
+    });
     started.on('error', (error) => {
       if (!isUp()) {
         started.end(true);
@@ -335,7 +394,9 @@ export function createBridge(deps: BridgeDependencies) {
         logger.warn(`mqtt: ${what} connection error`, { error: error.message });
       }
     });
-    started.on('offline', () => logger.warn(`mqtt: ${what} offline, reconnecting`));
+    started.on('offline', () => {
+      if (!takenOver) logger.warn(`mqtt: ${what} offline, reconnecting`);
+    });
   }
 
   /** The bridge's connection: resolves once connected and subscribed; rejects when the first attempt fails. */
@@ -350,7 +411,7 @@ export function createBridge(deps: BridgeDependencies) {
       ...(connection.protocolVersion === 5
         ? { properties: { sessionExpiryInterval: sessionExpirySeconds } }
         : {}),
-      // Subscriptions are made again below whenever the broker kept no session.
+      // Subscriptions are made below on every connection (see subscribeOn).
       resubscribe: false,
       reconnectPeriod: 1000,
     };
@@ -361,15 +422,42 @@ export function createBridge(deps: BridgeDependencies) {
         if (acknowledge) done();
       });
     };
+    /** Counts the connections, so that a late answer to an old one's SUBSCRIBE changes nothing. */
+    let connections = 0;
+    let retry: NodeJS.Timeout | undefined;
+    let connectedAt: number | undefined;
+    let shortInARow = 0;
+    started.on('close', () => {
+      clearTimeout(retry);
+      health?.connected('messages', false);
+      if (connectedAt === undefined || started.disconnecting || takenOver) return;
+      shortInARow = Date.now() - connectedAt < shortConnectionMs ? shortInARow + 1 : 0;
+      connectedAt = undefined;
+      if (shortInARow === shortConnectionsInARow) {
+        logger.error(
+          'mqtt: the broker keeps closing the bridge connection soon after it connects: another client probably uses its client id. ' +
+            'Two replicas with the same SVC_REPLICA_ID do this: give each its own',
+          { client_id: clientId, connections: shortInARow },
+        );
+      }
+    });
     return new Promise((resolve, reject) => {
       let up = false;
-      started.on('connect', (connack) => {
-        const subscribed = connack.sessionPresent ? Promise.resolve() : subscribe(started);
-        subscribed.then(
+      /**
+       * Subscribes on every connection, whether or not the broker says it kept the session:
+       * Mosquitto 2.0.11 restarted with `persistence true` restores the bridge's session
+       * (`sessionPresent`) with `$share/svc/…` subscriptions that deliver nothing, so a bridge
+       * that trusted the flag stored nothing more. Subscribing again replaces a subscription the
+       * broker holds (MQTT 3.8.4): it costs one round trip per connection and never doubles one.
+       */
+      const subscribeOn = (connection: number, sessionPresent: boolean) => {
+        subscribe(started).then(
           () => {
+            if (connection !== connections || !started.connected) return;
+            health?.subscribed(true);
             // Start-up says where the broker is; a reconnection is news for the operator.
             const log = up ? logger.info : logger.debug;
-            log.call(logger, 'mqtt: bridge connected', { resubscribed: !connack.sessionPresent });
+            log.call(logger, 'mqtt: bridge connected', { session_present: sessionPresent, subscribed: true });
             commands.brokerConnected();
             if (!up) {
               up = true;
@@ -377,13 +465,23 @@ export function createBridge(deps: BridgeDependencies) {
             }
           },
           (error: Error) => {
+            if (connection !== connections) return;
             logger.error('mqtt: bridge could not subscribe', { error: error.message });
             if (!up) {
               started.end(true);
               reject(error);
+            } else if (started.connected) {
+              // Connected and taking nothing helps no one: ask again until the broker grants it.
+              retry = setTimeout(() => subscribeOn(connection, sessionPresent), resubscribeMs);
             }
           },
         );
+      };
+      started.on('connect', (connack) => {
+        connections += 1;
+        connectedAt = Date.now();
+        health?.connected('messages', true);
+        subscribeOn(connections, connack.sessionPresent);
       });
       reportTrouble(started, 'bridge', () => up, reject);
     });

@@ -2,7 +2,9 @@
  * A Mosquitto of the test's own: dynamic security initialised in a temporary folder with an admin,
  * a generated config on a free port of 127.0.0.1, started and waited for, killed after. It can be
  * killed and started again on the same port with the same dynamic-security file (a crash and a
- * restart); it keeps nothing else (`persistence false`), as a broker that lost its state.
+ * restart). By default it keeps nothing else (`persistence false`), as a broker that lost its state;
+ * with `persistence: true` it keeps sessions, their queued messages and retained messages in a file
+ * (README "The broker", step 6) and restarts with them.
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -24,6 +26,11 @@ export interface TestMosquitto {
   kill(): Promise<void>;
   /** Starts it again, on the same port with the same dynamic-security file. */
   start(): Promise<void>;
+  /**
+   * Stops it as an operator's restart does (SIGTERM: with persistence it writes its state) and
+   * starts it again.
+   */
+  restart(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -60,7 +67,7 @@ async function accepting(port: number, child: ChildProcess, output: () => string
  */
 export const queuedForService = { messages: 100_000, bytes: 256 * 1024 * 1024 };
 
-export async function startMosquitto(): Promise<TestMosquitto> {
+export async function startMosquitto(options: { persistence?: boolean } = {}): Promise<TestMosquitto> {
   const dir = mkdtempSync(join(tmpdir(), 'svc-mosquitto-'));
   const admin = { username: 'svc-admin', password: randomBytes(18).toString('hex') };
   const dynsecFile = join(dir, 'dynsec.json');
@@ -75,7 +82,9 @@ export async function startMosquitto(): Promise<TestMosquitto> {
     [
       `listener ${port} 127.0.0.1`,
       'allow_anonymous false',
-      'persistence false',
+      ...(options.persistence
+        ? ['persistence true', `persistence_location ${dir}/`, 'persistence_file mosquitto.db']
+        : ['persistence false']),
       // What README "The broker" asks operators for: the packets cars need, and no more.
       `max_packet_size ${maxPacketBytes}`,
       // Also from README "The broker": room for the bridge to fall behind in a burst without
@@ -122,7 +131,11 @@ export async function startMosquitto(): Promise<TestMosquitto> {
     await stop();
     throw error;
   }
-  return { url, admin, stop, kill: () => end('SIGKILL'), start: launch };
+  const restart = async () => {
+    await end('SIGTERM');
+    await launch();
+  };
+  return { url, admin, stop, kill: () => end('SIGKILL'), start: launch, restart };
 }
 
 /**

@@ -6,9 +6,13 @@ export function operationHandlers(services: Services) {
   return {
     getHealth: () => ({ status: 200, body: { status: 'ok' } }),
 
-    getReadiness: async () =>
-      (await services.storeReadiness.check())
-        ? { status: 200, body: { status: 'ready', checks: { store: 'ok' } } }
-        : { status: 503, body: { status: 'not_ready', checks: { store: 'failing' } } },
+    // The store decides whether to send requests here; the bridge only whether all is well (the
+    // API serves without the broker: see the contract's description of /readyz).
+    getReadiness: async () => {
+      const store = (await services.storeReadiness.check()) ? 'ok' : 'failing';
+      const checks = { store, mqtt_bridge: services.bridgeHealth.ok ? 'ok' : 'failing' } as const;
+      if (store === 'failing') return { status: 503, body: { status: 'not_ready', checks } };
+      return { status: 200, body: { status: checks.mqtt_bridge === 'ok' ? 'ready' : 'degraded', checks } };
+    },
   } satisfies Partial<Handlers>;
 }
