@@ -78,13 +78,10 @@ describe('when REDIS_URL names a Redis that resets every connection', () => {
     const lines = stderr.split('\n').filter((line) => line.trim() !== '');
     assert.doesNotMatch(stderr, /\[ioredis\]/);
     assert.doesNotMatch(stderr, /hunter2-secret/);
-    const parsed = lines.map((line) => {
-      try {
-        return JSON.parse(line) as { level: string; message: string; reason?: string; store?: string };
-      } catch {
-        assert.fail(`a line that is not JSON: ${line}`);
-      }
-    });
+    for (const line of lines) assert.doesNotThrow(() => JSON.parse(line), `a line that is not JSON: ${line}`);
+    const parsed = lines.map(
+      (line) => JSON.parse(line) as { level: string; message: string; reason?: string; store?: string },
+    );
     const redisLines = parsed.filter((line) => line.message === 'key-value store unreachable');
     assert.equal(redisLines.length, 1, JSON.stringify(redisLines));
     assert.equal(redisLines[0]?.level, 'warn');
