@@ -269,7 +269,7 @@ export interface paths {
          *     header, and no other spelling of it (a leading zero, a parameter twice, another encoding
          *     of the signature). The body must have exactly the signed size and sha256. A tampered,
          *     rewritten or expired URL is 403, a wrong length 400 or 413 (answered as soon as the length
-         *     is known), a hash mismatch 422, a second use 409, an upload already under way 409, a body
+         *     is known), a hash mismatch 422, a second use 409, an upload already under way 409 (with `Retry-After`: until when it holds the URL), a body
          *     slower than the service takes 408, one still running when the service stops 503. The PUT
          *     may take as long as the URL lives. A failed or interrupted upload leaves nothing behind
          *     and the URL can be tried again until it expires.
@@ -2628,6 +2628,34 @@ export interface components {
             };
         };
         /**
+         * @description The URL was used already (`upload_used`: ask for a new one), or another upload to it is under
+         *     way (`upload_in_progress`). The latter says in `detail` until when that upload holds the URL
+         *     (its lease, renewed while its bytes arrive; an upload cut off by a crash lets it lapse then) and
+         *     comes with `Retry-After`.
+         */
+        UploadConflict: {
+            headers: {
+                /**
+                 * @description With `upload_in_progress`: seconds until the other upload's hold on the URL lapses, unless
+                 *     its bytes keep arriving. Absent with `upload_used`.
+                 */
+                "Retry-After"?: number;
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "type": "/problems/upload_in_progress",
+                 *       "title": "Conflict",
+                 *       "status": 409,
+                 *       "detail": "Another upload to this URL is in progress: the URL is held until 2026-11-21T10:00:30.000Z (30 s from now), longer while that upload's bytes keep arriving. If that upload was cut off, try again then.",
+                 *       "code": "upload_in_progress"
+                 *     }
+                 */
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /**
          * @description The device id cannot be accepted. `code` says why: `missing_prefix` (no `<brand>:`),
          *     `unknown_brand` (the prefix is not a known brand), `invalid_native_id` (the rest fails that
          *     brand's format) or `brand_mismatch` (a `brand` given alongside disagrees with the prefix).
@@ -3199,7 +3227,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             403: components["responses"]["Forbidden"];
             408: components["responses"]["RequestTimeout"];
-            409: components["responses"]["Conflict"];
+            409: components["responses"]["UploadConflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["UnprocessableEntity"];

@@ -137,7 +137,7 @@ export function createApp(config: Config, deps: AppDependencies = {}) {
   const audience = (requestHost?: string) =>
     config.publicUrl ?? baseUrlFor(listeningUrl ?? `http://${config.host}:${config.port}`, requestHost);
   const credentials = config.redisUrl
-    ? createRedisCredentialStore(config.redisUrl)
+    ? createRedisCredentialStore(config.redisUrl, logger)
     : createSqlCredentialStore(db);
   const metrics = createMetrics();
   // MQTT_URL names a Mosquitto the service manages; otherwise the broker runs in this process.

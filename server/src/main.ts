@@ -19,9 +19,9 @@ import { storeUnavailableReason } from './store/unavailable.ts';
 
 const docsDir = join(import.meta.dirname, '../dist/docs');
 
-/** A mistake in the setup: one line naming what to change, exit 2, no stack. */
-function refuse(message: string): never {
-  process.stderr.write(`svc: ${message}\n`);
+/** A mistake in the setup: one line naming what to change (one per mistake), exit 2, no stack. */
+function refuse(...messages: string[]): never {
+  process.stderr.write(messages.map((message) => `svc: ${message}\n`).join(''));
   process.exit(2);
 }
 
@@ -85,14 +85,21 @@ function portTaken({ prefix, host, port, otherPorts }: Place, error: unknown): s
   return undefined;
 }
 
-/** Whether a listener could start at `place`, checked by listening there a moment. */
-async function probe(place: Place): Promise<void> {
-  if (place.port === 0) return;
+/** Why a listener cannot start at `place`, checked by listening there a moment; undefined if it can. */
+async function probe(place: Place): Promise<string | undefined> {
+  if (place.port === 0) return undefined;
   const server = createServer();
-  await new Promise<void>((resolve) => {
-    server.once('error', (error) => refuse(portTaken(place, error) ?? String(error)));
-    server.listen(place.port, place.host, () => server.close(() => resolve()));
+  return new Promise<string | undefined>((resolve) => {
+    server.once('error', (error) => resolve(portTaken(place, error) ?? String(error)));
+    server.listen(place.port, place.host, () => server.close(() => resolve(undefined)));
   });
+}
+
+/** Every listener of the service that cannot start, each in a line: an operator fixes them all at once. */
+async function listenerProblems(config: Config): Promise<string[]> {
+  const prefixes: Listener[] = config.mqttUrl ? ['', 'METRICS'] : ['', 'METRICS', 'MQTT'];
+  const problems = await Promise.all(prefixes.map((prefix) => probe(placeOf(config, prefix))));
+  return problems.filter((problem) => problem !== undefined);
 }
 
 /** Why DATA_DIR cannot be the data folder (a file is there, or this user may not make it), if it cannot. */
@@ -114,6 +121,22 @@ function dataDirProblem(dataDir: string, make: boolean): string | undefined {
 }
 
 /**
+ * What to change in DATABASE_URL, when Postgres answered but refused what it names: a database
+ * or a user that is not there, a wrong password. Never repeats the password.
+ */
+function databaseUrlProblem(databaseUrl: string, error: unknown): string | undefined {
+  const { code, message } = (error ?? {}) as { code?: unknown; message?: unknown };
+  const url = new URL(databaseUrl);
+  const database = decodeURIComponent(url.pathname.slice(1)) || decodeURIComponent(url.username);
+  const server = `${url.hostname}:${url.port || 5432}`;
+  if (code === '3D000')
+    return `DATABASE_URL names the database "${database}", which does not exist on ${server}: create it (createdb -h ${url.hostname} -p ${url.port || 5432} -U ${decodeURIComponent(url.username) || 'postgres'} ${database}) or set DATABASE_URL to a database that exists.`;
+  if (code === '28000' || code === '28P01')
+    return `DATABASE_URL's user "${decodeURIComponent(url.username)}" cannot sign in to ${server} (${String(message)}): set DATABASE_URL's user and password to an account of that server.`;
+  return undefined;
+}
+
+/**
  * `main.ts --check`: what can be known before `npm start` spends time building: the settings,
  * the data folder's lock, and the ports. The service checks them all again when it starts.
  */
@@ -126,9 +149,8 @@ async function check(): Promise<void> {
     if (holder !== undefined)
       refuse(new DataDirInUse(config.dataDir, holder, lockFileOf(config.dataDir)).message);
   }
-  await probe(placeOf(config, ''));
-  await probe(placeOf(config, 'METRICS'));
-  if (!config.mqttUrl) await probe(placeOf(config, 'MQTT'));
+  const problems = await listenerProblems(config);
+  if (problems.length > 0) refuse(...problems);
 }
 
 async function main(): Promise<void> {
@@ -144,6 +166,11 @@ async function main(): Promise<void> {
       throw error;
     }
   }
+  const taken = await listenerProblems(config);
+  if (taken.length > 0) {
+    lock?.release();
+    refuse(...taken);
+  }
   const logger = createLogger();
   const service = createApp(config, { logger, docsDir });
   let started: Awaited<ReturnType<typeof service.start>>;
@@ -156,6 +183,8 @@ async function main(): Promise<void> {
       error instanceof ListenError ? portTaken(placeOf(config, error.settings), error) : undefined;
     if (message) refuse(message);
     if (error instanceof BrokerSetupError) refuse(error.message);
+    const misnamed = config.databaseUrl ? databaseUrlProblem(config.databaseUrl, error) : undefined;
+    if (misnamed) refuse(misnamed);
     // Start-up failures go through the operator's log like any other, never as a raw stack.
     const unreachable = config.databaseUrl ? storeUnavailableReason(error) : undefined;
     if (unreachable) {

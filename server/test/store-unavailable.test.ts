@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { afterAll, beforeAll, describe, test } from 'vitest';
 import { tokenCacheTtlMs } from '../src/auth/token-service.ts';
 import { poolSize } from '../src/store/db.ts';
-import { storeUnavailableReason } from '../src/store/unavailable.ts';
+import { connectionLostReason, storeUnavailableReason } from '../src/store/unavailable.ts';
 import { type Developer, signUpDeveloper } from './support/accounts.ts';
 import { call, type Reply } from './support/http.ts';
 import { startTestService, type TestService } from './support/service.ts';
@@ -273,6 +273,19 @@ describe('which failures mean the store is unavailable', () => {
     ['a connection that timed out', new Error('Connection terminated due to connection timeout')],
     ['a connection that ended', new Error('Connection terminated unexpectedly')],
     [
+      'a connection that ended under a statement (knex names the statement first)',
+      new Error('select * from "accounts" where "id" = $1 - Connection terminated unexpectedly'),
+    ],
+    [
+      'a database closed to connections (FATAL 55000)',
+      {
+        code: '55000',
+        severity: 'FATAL',
+        message: 'database "svc" is not currently accepting connections',
+      },
+    ],
+    ['an idle session ended by the server (57P05)', { code: '57P05' }],
+    [
       'every address of a name refusing',
       new AggregateError([
         Object.assign(new Error('connect ECONNREFUSED ::1:5432'), { code: 'ECONNREFUSED' }),
@@ -291,12 +304,46 @@ describe('which failures mean the store is unavailable', () => {
     ['a unique violation (23505)', { code: '23505' }],
     ['a syntax error (42601)', { code: '42601' }],
     ['a serialization failure (40001)', { code: '40001' }],
+    [
+      'a statement in the wrong state (ERROR 55000)',
+      {
+        code: '55000',
+        severity: 'ERROR',
+        message: 'currval of sequence "s" is not yet defined in this session',
+      },
+    ],
+    ['a message that merely mentions a lost connection', new Error('Connection terminated unexpectedly?')],
     ['a missing file', Object.assign(new Error('ENOENT'), { code: 'ENOENT' })],
     ['a plain bug', new TypeError("Cannot read properties of undefined (reading 'id')")],
   ];
   for (const [what, error] of faults) {
     test(`when the store fails with ${what} then it is a fault of ours (500)`, () => {
       assert.equal(storeUnavailableReason(error), undefined);
+    });
+  }
+});
+
+describe('which failures mean the connection is gone (a read may be sent again on a fresh one)', () => {
+  const lost: [string, unknown][] = [
+    ['a session terminated by an administrator (57P01)', { code: '57P01' }],
+    ['a connection failure (08006)', { code: '08006' }],
+    ['a reset socket', Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' })],
+    ['a connection that ended under a statement', new Error('select 1 - Connection terminated unexpectedly')],
+  ];
+  for (const [what, error] of lost) {
+    test(`when a statement fails with ${what} then its connection is gone`, () => {
+      assert.ok(connectionLostReason(error));
+    });
+  }
+  const kept: [string, unknown][] = [
+    ['a statement timeout (57014)', { code: '57014' }],
+    ['no connection slot left (53300)', { code: '53300' }],
+    ['a database closed to connections (FATAL 55000)', { code: '55000', severity: 'FATAL' }],
+    ['a unique violation (23505)', { code: '23505' }],
+  ];
+  for (const [what, error] of kept) {
+    test(`when a statement fails with ${what} then it is no lost connection: nothing is sent again`, () => {
+      assert.equal(connectionLostReason(error), undefined);
     });
   }
 });

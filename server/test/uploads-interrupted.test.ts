@@ -109,4 +109,45 @@ describe('uploads interrupted by the service stopping', () => {
       await again.stop();
     }
   });
+
+  test('when the process is killed mid-upload then after restart the URL answers 409 upload_in_progress saying until when it is held, with Retry-After', async () => {
+    const dataDir = freshDataDir();
+    const pkg = makePackage(manifestFor('com.example.held', '1.0.0'));
+    const env = { SVC_UPLOAD_LEASE: '60s' };
+    const service = await startServiceProcess({ dataDir, env });
+    const { uploadUrl, stalled } = await stallHalfwayThroughAnUpload(service, dataDir, pkg);
+    const exited = exitOf(service.child);
+    service.child.kill('SIGKILL');
+    await exited;
+    stalled.abandon();
+
+    const again = await startServiceProcess({ dataDir, env });
+    try {
+      const asked = Date.now();
+      const response = await fetch(sameUrlOn(again, uploadUrl), {
+        method: 'PUT',
+        headers: { 'content-type': 'application/gzip' },
+        body: new Uint8Array(pkg.bytes),
+      });
+      const problem = (await response.json()) as { code: string; detail: string };
+      assert.equal(response.status, 409, JSON.stringify(problem));
+      assert.equal(problem.code, 'upload_in_progress');
+      const retryAfter = Number(response.headers.get('retry-after'));
+      assert.ok(
+        Number.isInteger(retryAfter) && retryAfter >= 1 && retryAfter <= 60,
+        `Retry-After ${retryAfter}`,
+      );
+      const heldUntil = /held until (\S+) \((\d+) s from now\)/.exec(problem.detail);
+      assert.ok(heldUntil, problem.detail);
+      assert.equal(Number(heldUntil[2]), retryAfter, 'the detail and Retry-After agree');
+      const until = Date.parse(heldUntil[1] ?? '');
+      // The dead receiver's lease: taken at most 60 s before it was asked about.
+      assert.ok(
+        until > asked && until <= asked + 60_000,
+        `${heldUntil[1]} within the lease after ${new Date(asked).toISOString()}`,
+      );
+    } finally {
+      await again.stop();
+    }
+  });
 });

@@ -8,6 +8,7 @@ import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Brand } from '@svc/sdk';
 import { Redis } from 'ioredis';
 import { UnavailableError } from '../errors.ts';
+import type { Logger } from '../logger.ts';
 import type { Db } from '../store/db.ts';
 
 /** A car speaks for itself; a brand connector for every car of its brand. */
@@ -94,9 +95,42 @@ export function createSqlCredentialStore(db: Db): CredentialStore {
   };
 }
 
-export function createRedisCredentialStore(url: string): CredentialStore {
+/** While Redis stays away with the same failure, it is logged again at most this often. */
+export const redisErrorRepeatMs = 60_000;
+
+/**
+ * ioredis reports every failed (re)connection as an `error` event, several a second while Redis
+ * is away, and prints each to stderr as plain text when no one listens. The operator gets one
+ * warn line when Redis goes (or fails anew), one a minute while it stays away with the count of
+ * failures since, and one info line when it answers again. The URL's password is never logged.
+ */
+function logRedisErrors(redis: Redis, url: string, logger: Logger): void {
+  const { hostname, port } = new URL(url);
+  const store = `redis ${hostname}:${port || 6379}`;
+  let away: { reason: string; loggedAt: number; failures: number } | undefined;
+  redis.on('error', (error: NodeJS.ErrnoException) => {
+    const reason = error.code ?? error.message;
+    if (away && away.reason === reason && Date.now() - away.loggedAt < redisErrorRepeatMs) {
+      away.failures += 1;
+      return;
+    }
+    logger.warn('key-value store unreachable', {
+      store,
+      reason,
+      ...(away && away.reason === reason ? { failuresSinceLastLine: away.failures + 1 } : {}),
+    });
+    away = { reason, loggedAt: Date.now(), failures: 0 };
+  });
+  redis.on('ready', () => {
+    if (away) logger.info('key-value store reachable again', { store });
+    away = undefined;
+  });
+}
+
+export function createRedisCredentialStore(url: string, logger: Logger): CredentialStore {
   // A command fails after one retry rather than waiting forever while Redis is away.
   const redis = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 1 });
+  logRedisErrors(redis, url, logger);
   async function answer<T>(command: Promise<T>): Promise<T> {
     try {
       return await command;

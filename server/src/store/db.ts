@@ -6,6 +6,7 @@ import knex, { type Knex } from 'knex';
 import ClientPgLite from 'knex-pglite';
 import type { Logger } from '../logger.ts';
 import { migrationSource } from './migrations/index.ts';
+import { postgresClient } from './postgres-client.ts';
 
 export type Db = Knex;
 
@@ -61,7 +62,7 @@ export function openStore(options: StoreOptions): Db {
     options.acquireTimeoutMs === undefined ? {} : { acquireConnectionTimeout: options.acquireTimeoutMs };
   if (options.databaseUrl) {
     return knex({
-      client: 'pg',
+      client: postgresClient(options.logger),
       connection: {
         connectionString: options.databaseUrl,
         // A database that takes no new connection (a host that drops packets) fails the request
@@ -112,10 +113,11 @@ export interface ConnectionLimits {
  */
 export function openOwnConnection(db: Db, limits: ConnectionLimits): Db | undefined {
   const { client, connection, log } = db.client.config;
-  if (client !== 'pg') return undefined;
+  if (typeof connection === 'object' && connection !== null && 'pglite' in connection) return undefined;
   const settings = typeof connection === 'string' ? { connectionString: connection } : connection;
   return knex({
-    client: 'pg',
+    // The store's own client class: a connection found gone on either makes both pools start afresh.
+    client,
     connection: {
       ...settings,
       // node-postgres reads 0 as none.

@@ -128,8 +128,21 @@ export interface UploadService {
   settled(): Promise<void>;
 }
 
-const heldElsewhere = () =>
-  new ConflictError('upload_in_progress', 'Another upload to this URL is in progress.');
+/**
+ * Another PUT holds the URL. When the hold is known, the asker is told until when it lasts (the
+ * holder's lease, renewed while its bytes flow; a receiver that died lets it lapse then).
+ */
+const heldElsewhere = (hold?: { now: Date; until: Date | null | undefined }) => {
+  const until = hold?.until;
+  if (!hold || !until)
+    return new ConflictError('upload_in_progress', 'Another upload to this URL is in progress.');
+  const seconds = Math.max(1, Math.ceil((until.getTime() - hold.now.getTime()) / 1000));
+  return new ConflictError(
+    'upload_in_progress',
+    `Another upload to this URL is in progress: the URL is held until ${until.toISOString()} (${seconds} s from now), longer while that upload's bytes keep arriving. If that upload was cut off, try again then.`,
+    { retryAfterSeconds: seconds },
+  );
+};
 
 const submittedAlready = () => new ConflictError('upload_submitted', 'This upload was submitted already.');
 
@@ -240,7 +253,7 @@ export function createUploadService(deps: {
         at: now,
         leaseExpiresAt: new Date(now.getTime() + leaseMs),
       });
-      if (!claimed) throw heldElsewhere();
+      if (!claimed) throw heldElsewhere({ now, until: (await findUpload(db, uploadId))?.lease_expires_at });
       const reception = receiveClaimed(upload, claim, body);
       const ended = reception.then(
         () => undefined,

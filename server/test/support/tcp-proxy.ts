@@ -1,7 +1,8 @@
 /**
  * A TCP proxy for outages, between the service and Postgres or between a car and its broker: it
  * can refuse new connections (the server down), reset the open ones (the network cut), swallow what
- * clients send on the open ones (a car whose messages never arrive), and take connections again.
+ * clients send on the open ones (a car whose messages never arrive), hold back what the server
+ * sends on them until the client speaks again, and take connections again.
  */
 import { connect, createServer, type Socket } from 'node:net';
 
@@ -18,6 +19,13 @@ export interface TcpProxy {
   swallow(): void;
   /** How many bytes `swallow` dropped. */
   readonly swallowedBytes: number;
+  /**
+   * From now on what the server sends on the open connections, and its closing of one, reaches
+   * that connection's client only when the client next sends something. So a server that ends an
+   * idle connection is noticed as a process that is busy elsewhere notices it: only when it sends
+   * its next statement there. Connections made afterwards pass everything at once.
+   */
+  holdUntilClientSpeaks(): void;
   /** Listens again, on the same port. */
   restore(): Promise<void>;
   close(): Promise<void>;
@@ -27,6 +35,8 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
   const sockets = new Set<Socket>();
   /** How to stop passing on what each open connection's client sends. */
   const swallowers = new Set<() => void>();
+  /** How to start holding back what each open connection's server sends. */
+  const holders = new Set<() => void>();
   let swallowedBytes = 0;
   const track = (socket: Socket) => {
     sockets.add(socket);
@@ -46,12 +56,43 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
       // Unpiped, the client stream stands paused: it must flow to be drained.
       client.resume();
     };
+    let holding = false;
+    const holdOne = () => {
+      holding = true;
+      // Both ways by hand from here: an unpiped stream stands paused.
+      upstream.unpipe(client);
+      client.unpipe(upstream);
+      const held: Buffer[] = [];
+      let serverClosed = false;
+      let clientSpoke = false;
+      upstream.on('data', (chunk: Buffer) => {
+        if (clientSpoke) client.write(chunk);
+        else held.push(chunk);
+      });
+      upstream.on('close', () => {
+        serverClosed = true;
+        if (clientSpoke) client.end();
+      });
+      client.on('data', (chunk: Buffer) => {
+        if (!serverClosed) upstream.write(chunk);
+        if (clientSpoke) return;
+        clientSpoke = true;
+        for (const piece of held) client.write(piece);
+        if (serverClosed) client.end();
+      });
+      upstream.resume();
+      client.resume();
+    };
     swallowers.add(swallowOne);
+    holders.add(holdOne);
     client.on('close', () => {
       swallowers.delete(swallowOne);
+      holders.delete(holdOne);
       upstream.destroy();
     });
-    upstream.on('close', () => client.destroy());
+    upstream.on('close', () => {
+      if (!holding) client.destroy();
+    });
   });
   const listen = (port: number) =>
     new Promise<void>((resolve, reject) => {
@@ -82,6 +123,10 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
     },
     get swallowedBytes() {
       return swallowedBytes;
+    },
+    holdUntilClientSpeaks() {
+      for (const holdOne of holders) holdOne();
+      holders.clear();
     },
     restore: () => listen(port),
     close: stop,

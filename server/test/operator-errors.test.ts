@@ -1,0 +1,172 @@
+/**
+ * What an operator reads when the setup is wrong or a backing service is away: JSON log lines or
+ * one plain line per mistake, never a stack trace or a library's own plain-text noise.
+ */
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { createServer as createHttpServer } from 'node:http';
+import { type AddressInfo, createServer, type Socket } from 'node:net';
+import { join } from 'node:path';
+import mqtt from 'mqtt';
+import { afterAll, beforeAll, describe, test } from 'vitest';
+import { eventually } from './support/http.ts';
+import {
+  type PostgresCluster,
+  postgresClusterMissing,
+  startPostgresCluster,
+} from './support/postgres-cluster.ts';
+import { exitOf, startServiceProcess } from './support/service-process.ts';
+
+const mainModule = join(import.meta.dirname, '../src/main.ts');
+
+/** `npm start` (or its `--check`) run to its end: its exit code and what it wrote on stderr. */
+async function runToExit(env: Record<string, string>, args: string[] = []) {
+  const { DATABASE_URL: _embedded, ...inherited } = process.env;
+  const child = spawn(process.execPath, ['--import', 'tsx', mainModule, ...args], {
+    env: { ...inherited, PORT: '0', METRICS_PORT: '0', MQTT_PORT: '0', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stderr = '';
+  child.stderr?.on('data', (chunk: Buffer) => {
+    stderr += chunk.toString();
+  });
+  return { code: await exitOf(child), stderr };
+}
+
+describe('when REDIS_URL names a Redis that resets every connection', () => {
+  const sockets = new Set<Socket>();
+  let attempts = 0;
+  const redis = createServer((socket) => {
+    attempts += 1;
+    sockets.add(socket);
+    socket.on('error', () => {});
+    socket.resetAndDestroy();
+  });
+
+  beforeAll(() => new Promise<void>((resolve) => redis.listen(0, '127.0.0.1', resolve)));
+  afterAll(() => new Promise<void>((resolve) => redis.close(() => resolve())));
+
+  test('then every failed attempt goes through the logger: JSON lines only, one warn line for many attempts, and no password', async () => {
+    const { port } = redis.address() as AddressInfo;
+    const service = await startServiceProcess({
+      env: { REDIS_URL: `redis://:hunter2-secret@127.0.0.1:${port}` },
+    });
+    let stderr = '';
+    service.child.stderr?.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString();
+    });
+    try {
+      // A car signing in makes the service ask Redis for its credential.
+      const mqttUrl = /MQTT\s+(mqtt:\/\/\S+)/.exec(service.banner)?.[1];
+      assert.ok(mqttUrl, service.banner);
+      await mqtt
+        .connectAsync(mqttUrl, {
+          username: 'brand_b:car-1',
+          password: 'mq_not-known',
+          reconnectPeriod: 0,
+          connectTimeout: 10_000,
+        })
+        .then(
+          (client) => client.endAsync(),
+          () => undefined,
+        );
+      // ioredis goes on reconnecting: many failures, each an `error` event.
+      await eventually('Redis was tried again and again', () => attempts >= 6, 30_000);
+    } finally {
+      await service.stop();
+    }
+    const lines = stderr.split('\n').filter((line) => line.trim() !== '');
+    assert.doesNotMatch(stderr, /\[ioredis\]/);
+    assert.doesNotMatch(stderr, /hunter2-secret/);
+    for (const line of lines) assert.doesNotThrow(() => JSON.parse(line), `a line that is not JSON: ${line}`);
+    const parsed = lines.map(
+      (line) => JSON.parse(line) as { level: string; message: string; reason?: string; store?: string },
+    );
+    const redisLines = parsed.filter((line) => line.message === 'key-value store unreachable');
+    assert.equal(redisLines.length, 1, JSON.stringify(redisLines));
+    assert.equal(redisLines[0]?.level, 'warn');
+    assert.equal(redisLines[0]?.store, `redis 127.0.0.1:${port}`);
+    assert.equal(redisLines[0]?.reason, 'ECONNRESET');
+  });
+});
+
+describe('when several of the ports are taken', () => {
+  const blockers = [createHttpServer(), createHttpServer(), createHttpServer()];
+  let ports: number[] = [];
+  beforeAll(async () => {
+    ports = await Promise.all(
+      blockers.map(
+        (blocker) =>
+          new Promise<number>((resolve) =>
+            blocker.listen(0, '127.0.0.1', () => resolve((blocker.address() as AddressInfo).port)),
+          ),
+      ),
+    );
+  });
+  afterAll(() => {
+    for (const blocker of blockers) blocker.close();
+  });
+
+  test("then the start (and npm start's check) names each taken port in a line of its own, at once, with exit 2", async () => {
+    const [port, metricsPort, mqttPort] = ports;
+    for (const args of [[], ['--check']]) {
+      const run = await runToExit(
+        { PORT: String(port), METRICS_PORT: String(metricsPort), MQTT_PORT: String(mqttPort) },
+        args,
+      );
+      assert.equal(run.code, 2, run.stderr);
+      const lines = run.stderr.trim().split('\n');
+      assert.equal(lines.length, 3, run.stderr);
+      assert.match(lines[0] ?? '', new RegExp(`^svc: PORT ${port} is taken on 127\\.0\\.0\\.1 `));
+      assert.match(
+        lines[1] ?? '',
+        new RegExp(`^svc: METRICS_PORT ${metricsPort} is taken on 127\\.0\\.0\\.1 `),
+      );
+      assert.match(
+        lines[2] ?? '',
+        new RegExp(`^svc: MQTT_PORT ${mqttPort} is taken on 127\\.0\\.0\\.1 .*MQTT_URL`),
+      );
+    }
+  });
+});
+
+const clusterMissing = postgresClusterMissing();
+
+describe.skipIf(clusterMissing)(
+  `when DATABASE_URL names what its Postgres does not have${clusterMissing ? ` (${clusterMissing})` : ''}`,
+  () => {
+    let cluster: PostgresCluster;
+    beforeAll(async () => {
+      cluster = await startPostgresCluster();
+    }, 60_000);
+    afterAll(() => cluster?.remove());
+
+    test('when the database does not exist then one line names DATABASE_URL and the database, exit 2, no stack', async () => {
+      const url = new URL(cluster.url);
+      url.pathname = '/svc_no_such_database';
+      const run = await runToExit({ DATABASE_URL: url.href });
+      assert.equal(run.code, 2, run.stderr);
+      assert.equal(run.stderr.trim().split('\n').length, 1, run.stderr);
+      assert.match(
+        run.stderr,
+        new RegExp(
+          `^svc: DATABASE_URL names the database "svc_no_such_database", which does not exist on 127\\.0\\.0\\.1:${url.port}: create it \\(createdb .*\\) or set DATABASE_URL`,
+        ),
+      );
+    });
+
+    test('when its user does not exist then one line names DATABASE_URL and the user, exit 2, no password', async () => {
+      const url = new URL(cluster.url);
+      url.username = 'nobody';
+      url.password = 'hunter2-secret';
+      const run = await runToExit({ DATABASE_URL: url.href });
+      assert.equal(run.code, 2, run.stderr);
+      assert.equal(run.stderr.trim().split('\n').length, 1, run.stderr);
+      assert.match(
+        run.stderr,
+        /^svc: DATABASE_URL's user "nobody" cannot sign in to 127\.0\.0\.1:\d+ \(role "nobody" does not exist\)/,
+      );
+      assert.doesNotMatch(run.stderr, /hunter2-secret/);
+    });
+  },
+);
