@@ -164,7 +164,7 @@ interface components {
             detail?: string;
             /**
              * Format: date-time
-             * @description When the car reached this outcome. A time of the car's clock: with its offset, not before the year 1, and at most 5 minutes ahead of the service's clock, or the message is refused (see the description above).
+             * @description When the car reached this outcome. A time of the car's clock: with its offset, not before 1970, and at most 5 minutes ahead of the service's clock, or the message is refused (see the description above).
              */
             at: string;
         };
@@ -174,7 +174,7 @@ interface components {
             brand: components["schemas"]["Brand"];
             /**
              * Format: date-time
-             * @description When the car made this report. A time of the car's clock: with its offset, not before the year 1, and at most 5 minutes ahead of the service's clock, or the message is refused (see the description above).
+             * @description When the car made this report. A time of the car's clock: with its offset, not before 1970, and at most 5 minutes ahead of the service's clock, or the message is refused (see the description above).
              */
             reported_at: string;
             /**
@@ -210,7 +210,7 @@ interface components {
             brand: components["schemas"]["Brand"];
             /**
              * Format: date-time
-             * @description When the car took these measurements. A time of the car's clock: with its offset, not before the year 1, and at most 5 minutes ahead of the service's clock, or the message is refused (see the description above).
+             * @description When the car took these measurements. A time of the car's clock: with its offset, not before 1970, and at most 5 minutes ahead of the service's clock, or the message is refused (see the description above).
              */
             recorded_at: string;
             /** @description Where the car was, in WGS 84 coordinates. */
@@ -255,7 +255,7 @@ interface components {
              *     in the payload). An `offline` the car publishes itself before disconnecting may carry
              *     the time it sends it. The service keeps the newest by this time, not the last to
              *     arrive, and at the same time `offline`: an old connection's will that arrives after a
-             *     new connection's `online` changes nothing. A time of the car's clock: with its offset, not before the year 1, and at most 5 minutes ahead of the service's clock, or the message is refused (see the description above).
+             *     new connection's `online` changes nothing. A time of the car's clock: with its offset, not before 1970, and at most 5 minutes ahead of the service's clock, or the message is refused (see the description above).
              *     When the service ends a car's connection itself (its credential rotated), the car is
              *     offline whatever time its last `online` carried.
              */

@@ -18,8 +18,12 @@ export const carClockSkewMs = 5 * 60_000;
 /** The widest offset from UTC in use (+14:00, Kiribati; -12:00 the other way). The store holds ±15:59. */
 const maxOffsetMinutes = 14 * 60;
 
-/** The store holds times from 4713 BC, but the API writes a year in four digits, from year 1. */
-const earliest = Date.parse('0001-01-01T00:00:00Z');
+/**
+ * The store holds times from 4713 BC, but a year before 100 comes back from the store's driver as
+ * 19xx (JavaScript's two-digit years), and no car's clock honestly reads a time before the Unix
+ * epoch (a clock that was never set reads 1970): nothing earlier is taken.
+ */
+const earliest = Date.parse('1970-01-01T00:00:00Z');
 
 /** The field of each message a car sends that holds a time of its clock (the only one each has). */
 export const carTimeFields = {
@@ -50,7 +54,7 @@ export function carTimeRefusal(text: string, now: Date): string | undefined {
     return 'is not a time of the calendar';
   }
   const at = local + leap - offset * 60_000;
-  if (at < earliest) return 'is before the year 1';
+  if (at < earliest) return 'is before 1970';
   if (at > now.getTime() + carClockSkewMs) {
     return `is more than ${carClockSkewMs / 60_000} minutes ahead of the service's clock`;
   }
