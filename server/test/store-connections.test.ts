@@ -19,6 +19,7 @@ import {
 import { startTestService, type TestService } from './support/service.ts';
 import { SshKit } from './support/ssh.ts';
 import { openTestStore, type TestStore } from './support/store.ts';
+import { assertUnavailable, logsSince } from './support/store-outage.ts';
 import { startTcpProxy, type TcpProxy } from './support/tcp-proxy.ts';
 
 const needsPostgres = process.env.DATABASE_URL
@@ -27,25 +28,6 @@ const needsPostgres = process.env.DATABASE_URL
 
 // A request the service never answers fails its test instead of holding the run.
 const answered = { timeout: 60_000 };
-
-function assertUnavailable(reply: Reply, what: string): void {
-  assert.equal(reply.status, 503, `${what}: ${JSON.stringify(reply.body)}`);
-  assert.match(String(reply.headers['content-type']), /^application\/problem\+json/);
-  assert.equal(reply.body.code, 'service_unavailable', what);
-  const retryAfter = Number(reply.headers['retry-after']);
-  assert.ok(Number.isInteger(retryAfter) && retryAfter >= 1, `${what}: Retry-After ${retryAfter}`);
-}
-
-/** What the service logged since `from` besides its request lines. */
-function logsSince(
-  service: TestService,
-  from: number,
-): { level: string; message: string; reason?: string }[] {
-  return service.logs
-    .slice(from)
-    .map((line) => JSON.parse(line))
-    .filter((line) => line.message !== 'request');
-}
 
 function me(service: TestService, developer: Developer): Promise<Reply> {
   // The token is looked up in the store again, not answered from the cache.
