@@ -11,10 +11,10 @@ import { afterAll, beforeAll, describe, test } from 'vitest';
 import { maxJsonDepth } from '../src/json-nesting.ts';
 import { maxPacketBytes } from '../src/mqtt/packet-size-guard.ts';
 import { type Developer, signUpAdmin, signUpDeveloper } from './support/accounts.ts';
+import { startEmbeddedUnderTest, startMosquittoUnderTest } from './support/brokers.ts';
 import { carPath, provisionCar } from './support/cars.ts';
 import { call, eventually, type Reply } from './support/http.ts';
 import { sample } from './support/metrics.ts';
-import { startMosquitto } from './support/mosquitto.ts';
 import { startTestService, type TestService } from './support/service.ts';
 import { SshKit } from './support/ssh.ts';
 
@@ -209,29 +209,6 @@ function describeDeepPayloads(
   });
 }
 
-describeDeepPayloads('the embedded broker', async () => {
-  const service = await startTestService({ SVC_ADMIN_EMAILS: adminEmail });
-  return { service, stop: () => service.stop() };
-});
+describeDeepPayloads('the embedded broker', () => startEmbeddedUnderTest({ SVC_ADMIN_EMAILS: adminEmail }));
 
-describeDeepPayloads('Mosquitto', async () => {
-  const mosquitto = await startMosquitto();
-  try {
-    const service = await startTestService({
-      SVC_ADMIN_EMAILS: adminEmail,
-      MQTT_URL: mosquitto.url,
-      MQTT_USERNAME: mosquitto.admin.username,
-      MQTT_PASSWORD: mosquitto.admin.password,
-    });
-    return {
-      service,
-      async stop() {
-        await service.stop();
-        await mosquitto.stop();
-      },
-    };
-  } catch (error) {
-    await mosquitto.stop();
-    throw error;
-  }
-});
+describeDeepPayloads('Mosquitto', () => startMosquittoUnderTest({ SVC_ADMIN_EMAILS: adminEmail }));

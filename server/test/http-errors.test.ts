@@ -153,7 +153,10 @@ describe('the HTTP surface', () => {
 
   test('when liveness and readiness are asked then ok and ready', async () => {
     assert.deepEqual((await call(url, 'GET', '/healthz')).body, { status: 'ok' });
-    assert.deepEqual((await call(url, 'GET', '/readyz')).body, { status: 'ready', checks: { store: 'ok' } });
+    assert.deepEqual((await call(url, 'GET', '/readyz')).body, {
+      status: 'ready',
+      checks: { store: 'ok', mqtt_bridge: 'ok' },
+    });
   });
 
   test('when the contract is asked for then /openapi.json is the bundled contract', async () => {
