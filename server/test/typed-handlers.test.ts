@@ -18,7 +18,7 @@ const cases = [
   { fixture: 'missing-handler.ts', errors: ["Property 'getMe' is missing"] },
   {
     fixture: 'wrong-body.ts',
-    errors: ['Type \'number\' is not assignable to type \'"ok" | "ready" | "not_ready"\''],
+    errors: ['Type \'number\' is not assignable to type \'"ok" | "ready" | "degraded" | "not_ready"\''],
   },
   { fixture: 'wrong-status.ts', errors: ["Type '201' is not assignable to type"] },
   { fixture: 'unknown-operation.ts', errors: ["'notInTheContract' does not exist in type 'Handlers'"] },
