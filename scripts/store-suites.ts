@@ -1,7 +1,7 @@
 /**
  * Lists the test files that open a store: those whose imports reach server/test/support/store.ts
- * (startTestService, openTestStore). CI runs only these again on Postgres; the others never read
- * DATABASE_URL, and a second run of them would only spend CI's thirty minutes.
+ * (startTestService, openTestStore); with `--others`, every other test file. CI runs the first on
+ * Postgres and the others without it on Node 20: the others never read DATABASE_URL.
  */
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
@@ -27,7 +27,8 @@ function reachesStore(file: string, seen = new Set<string>()): boolean {
   return localImports(file).some((imported) => reachesStore(imported, seen));
 }
 
-export function storeSuites(): string[] {
+/** Every test file of the workspaces, relative to the repository. */
+function testFiles(): string[] {
   return workspaces
     .flatMap((workspace) => {
       const dir = join(repoRoot, workspace, 'test');
@@ -36,11 +37,22 @@ export function storeSuites(): string[] {
         .filter((name) => name.endsWith('.test.ts') && !name.includes('fixtures'))
         .map((name) => join(dir, name));
     })
-    .filter((file) => reachesStore(file))
-    .map((file) => relative(repoRoot, file))
     .sort();
 }
 
+export function storeSuites(): string[] {
+  return testFiles()
+    .filter((file) => reachesStore(file))
+    .map((file) => relative(repoRoot, file));
+}
+
+export function otherSuites(): string[] {
+  return testFiles()
+    .filter((file) => !reachesStore(file))
+    .map((file) => relative(repoRoot, file));
+}
+
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
-  process.stdout.write(`${storeSuites().join('\n')}\n`);
+  const suites = process.argv.includes('--others') ? otherSuites() : storeSuites();
+  process.stdout.write(`${suites.join('\n')}\n`);
 }

@@ -1,7 +1,7 @@
-/** The list of test files CI runs again on Postgres: every one that opens a store, and only those. */
+/** The lists CI splits the test files by on Node 20: those that open a store (on Postgres), and the others. */
 import assert from 'node:assert/strict';
 import { test } from 'vitest';
-import { storeSuites } from '../store-suites.ts';
+import { otherSuites, storeSuites } from '../store-suites.ts';
 
 test('when the store suites are listed then the files that start a test service or open a store are in it, and the store-free ones are not', () => {
   const suites = storeSuites();
@@ -19,4 +19,12 @@ test('when the store suites are listed then the files that start a test service 
     'client/test/device-id.test.ts',
   ])
     assert.ok(!suites.includes(file), file);
+});
+
+test('when the other suites are listed then together with the store suites they are every test file, each once', () => {
+  const stores = storeSuites();
+  const others = otherSuites();
+  assert.ok(others.includes('server/test/main.test.ts'));
+  assert.equal(others.filter((file) => stores.includes(file)).length, 0, 'no file is in both lists');
+  assert.ok(stores.length + others.length > 90, `${stores.length} + ${others.length} files`);
 });
