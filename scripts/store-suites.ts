@@ -1,7 +1,7 @@
 /**
  * Lists the test files that open a store: those whose imports reach server/test/support/store.ts
- * (startTestService, openTestStore); with `--others`, every other test file. CI runs the first on
- * Postgres and the others without it on Node 20: the others never read DATABASE_URL.
+ * (startTestService, openTestStore); with `--others`, every other test file. CI runs the first
+ * again on Postgres (on Node 20); the others never read DATABASE_URL.
  */
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
