@@ -67,7 +67,10 @@ describe.skipIf(needsPostgres)(
         assertUnavailable(challenge, 'auth/challenges');
         const readiness = await call(service.url, 'GET', '/readyz');
         assert.equal(readiness.status, 503);
-        assert.deepEqual(readiness.body, { status: 'not_ready', checks: { store: 'failing' } });
+        assert.deepEqual(readiness.body, {
+          status: 'not_ready',
+          checks: { store: 'failing', mqtt_bridge: 'ok' },
+        });
 
         const logged = logsSince(service, from);
         assert.deepEqual(
