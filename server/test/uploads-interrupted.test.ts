@@ -36,6 +36,21 @@ async function stallHalfwayThroughAnUpload(service: ServiceProcess, dataDir: str
   return { uploadUrl: target.body.upload_url as string, stalled };
 }
 
+/** A service on `dataDir` killed (SIGKILL) halfway through an upload of `pkg`: the upload's URL. */
+async function killMidUpload(
+  dataDir: string,
+  pkg: TestPackage,
+  env: Record<string, string>,
+): Promise<string> {
+  const service = await startServiceProcess({ dataDir, env });
+  const { uploadUrl, stalled } = await stallHalfwayThroughAnUpload(service, dataDir, pkg);
+  const exited = exitOf(service.child);
+  service.child.kill('SIGKILL');
+  await exited;
+  stalled.abandon();
+  return uploadUrl;
+}
+
 /** `promise`, or a failure naming `what` after `ms`. */
 function within<T>(ms: number, what: string, promise: Promise<T>): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
@@ -89,13 +104,7 @@ describe('uploads interrupted by the service stopping', () => {
     const dataDir = freshDataDir();
     const pkg = makePackage(manifestFor('com.example.sigkill', '1.0.0'));
     const env = { SVC_UPLOAD_LEASE: '1s' };
-    const service = await startServiceProcess({ dataDir, env });
-    const { uploadUrl, stalled } = await stallHalfwayThroughAnUpload(service, dataDir, pkg);
-
-    const exited = exitOf(service.child);
-    service.child.kill('SIGKILL');
-    await exited;
-    stalled.abandon();
+    const uploadUrl = await killMidUpload(dataDir, pkg, env);
     assert.equal(partialFiles(dataDir).length, 1, 'the killed process could not clean up');
 
     const again = await startServiceProcess({ dataDir, env });
@@ -114,12 +123,7 @@ describe('uploads interrupted by the service stopping', () => {
     const dataDir = freshDataDir();
     const pkg = makePackage(manifestFor('com.example.held', '1.0.0'));
     const env = { SVC_UPLOAD_LEASE: '60s' };
-    const service = await startServiceProcess({ dataDir, env });
-    const { uploadUrl, stalled } = await stallHalfwayThroughAnUpload(service, dataDir, pkg);
-    const exited = exitOf(service.child);
-    service.child.kill('SIGKILL');
-    await exited;
-    stalled.abandon();
+    const uploadUrl = await killMidUpload(dataDir, pkg, env);
 
     const again = await startServiceProcess({ dataDir, env });
     try {
