@@ -15,7 +15,8 @@ export default defineConfig({
     include: ['{scripts,client,ssh,manifest,server,cli,console,simulator}/test/**/*.test.ts'],
     exclude: ['**/node_modules/**', '**/fixtures/**'],
     // The SDK package and the CLI bundle the end-to-end tests run, built once for all of them.
-    globalSetup: ['scripts/test/build-cli.global.ts'],
+    // And one migrated database, which every test file's store starts from.
+    globalSetup: ['scripts/test/build-cli.global.ts', 'scripts/test/store-template.global.ts'],
     // Each file in a process of its own: tests start services, agents and keyrings, and some
     // set process-wide state (the environment, signal handlers).
     pool: 'forks',

@@ -38,7 +38,7 @@ async function existingTables(store: TestStore): Promise<string[]> {
 describe('migrations', () => {
   let store: TestStore;
   beforeAll(async () => {
-    store = await openTestStore();
+    store = await openTestStore({ empty: true });
   });
   afterAll(() => store.close());
 

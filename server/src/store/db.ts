@@ -17,6 +17,11 @@ export interface StoreOptions {
   databaseUrl?: string | undefined;
   /** Folder of the embedded database; unset with no `databaseUrl` means in memory (tests). */
   pgliteDir?: string | undefined;
+  /**
+   * What a new embedded database starts with, as PGlite's `dumpDataDir` wrote it: tests start each
+   * store from one database migrated once per run.
+   */
+  pgliteData?: Blob | undefined;
   /** How long a query waits for a connection, a new Postgres connection included; unset: knex's minute. */
   acquireTimeoutMs?: number | undefined;
   /** Postgres's `statement_timeout`; unset: none. PGlite cannot interrupt a statement. */
@@ -81,7 +86,9 @@ export function openStore(options: StoreOptions): Db {
   }
   if (options.pgliteDir) mkdirSync(options.pgliteDir, { recursive: true });
   // knex-pglite takes its database as `connection.pglite`, which knex's types do not know of.
-  const pglite = { pglite: new PGlite(options.pgliteDir) } as Knex.StaticConnectionConfig;
+  const pglite = {
+    pglite: new PGlite(options.pgliteDir, options.pgliteData ? { loadDataDir: options.pgliteData } : {}),
+  } as Knex.StaticConnectionConfig;
   return knex({
     client: ClientPgLite,
     dialect: 'postgres',

@@ -4,7 +4,7 @@
  * tests and by the CLI's end-to-end tests.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { cpSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -28,6 +28,11 @@ export async function startServiceProcess(
   options: { dataDir?: string; env?: Record<string, string> } = {},
 ): Promise<ServiceProcess> {
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'svc-service-'));
+  // Under vitest, a new embedded database starts as a copy of the run's migrated one: PGlite's
+  // first start (initdb) and every migration would otherwise run again in each process.
+  const template = process.env.SVC_TEST_PGLITE_TEMPLATE;
+  const db = join(dataDir, 'db');
+  if (template && !options.env?.DATA_DIR && !existsSync(db)) cpSync(template, db, { recursive: true });
   const { DATABASE_URL: _embedded, ...inherited } = process.env;
   const child = spawn(process.execPath, ['--import', 'tsx', mainModule], {
     env: { ...inherited, PORT: '0', METRICS_PORT: '0', MQTT_PORT: '0', DATA_DIR: dataDir, ...options.env },

@@ -1,9 +1,12 @@
 /**
  * A store for one test file: in-memory PGlite by default; with DATABASE_URL set, a database of
  * its own on that Postgres server, created here and dropped at the end, so runs never share data.
+ * Either starts migrated, from the run's one migrated database (scripts/test/store-template.global.ts).
  */
 import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import knex from 'knex';
+import { inject } from 'vitest';
 import { loadConfig } from '../../src/config.ts';
 import { type Db, openStore, storeOpened } from '../../src/store/db.ts';
 
@@ -20,6 +23,15 @@ export interface TestStoreOptions {
   statementTimeoutMs?: number;
   /** Reach Postgres on this local port instead (a test's proxy in front of it). */
   port?: number;
+  /** An empty database, no migration run (the migrations' own tests). */
+  empty?: boolean;
+}
+
+let pgliteData: Blob | undefined;
+/** The migrated PGlite database, read once per test file. */
+function migratedPglite(): Blob {
+  pgliteData ??= new Blob([readFileSync(inject('storeTemplate').pgliteDump)]);
+  return pgliteData;
 }
 
 export async function openTestStore(options: TestStoreOptions = {}): Promise<TestStore> {
@@ -30,13 +42,15 @@ export async function openTestStore(options: TestStoreOptions = {}): Promise<Tes
   };
   const serverUrl = process.env.DATABASE_URL;
   if (!serverUrl) {
-    const db = openStore(timeouts);
+    const db = openStore({ ...timeouts, pgliteData: options.empty ? undefined : migratedPglite() });
     await storeOpened(db);
     return { db, kind: 'pglite', close: () => db.destroy() };
   }
   const name = `svc_test_${process.pid}_${randomBytes(4).toString('hex')}`;
   const admin = knex({ client: 'pg', connection: serverUrl, pool: { min: 0, max: 1 } });
-  await admin.raw('create database ??', [name]);
+  const template = options.empty ? undefined : inject('storeTemplate').postgresTemplate;
+  if (template) await admin.raw('create database ?? template ??', [name, template]);
+  else await admin.raw('create database ??', [name]);
   const url = new URL(serverUrl);
   url.pathname = `/${name}`;
   const databaseUrl = url.href;
