@@ -291,6 +291,8 @@ export function createApp(config: Config, deps: AppDependencies = {}) {
       } finally {
         await startup?.destroy();
       }
+      // A bucket that is not there stops the start, rather than every upload after it.
+      await services.packages.verify();
       // Uploads whose receivers died (a crash, a kill) are let go, and their partial files deleted,
       // now and whenever a lease could have lapsed since.
       await services.uploads.sweep();
@@ -397,6 +399,7 @@ export function createApp(config: Config, deps: AppDependencies = {}) {
       // telemetry still waiting, before the store closes.
       await Promise.all([services.uploads.settled(), sweeping, sweepingKeys, checkingKeys, bridgeStopped]);
       await services.storeReadiness.close();
+      services.packages.close();
       await bridgeWriter?.destroy();
       bridgeWriter = undefined;
       await credentials.close();
