@@ -24,7 +24,7 @@ import {
  * The multipart upload's part, and how many go up at once: what one PUT holds in memory at most,
  * whatever the package's size (8 MiB × 4 plus the part being filled).
  */
-const partBytes = 8 * 1024 * 1024;
+export const bucketPartBytes = 8 * 1024 * 1024;
 const partsAtOnce = 4;
 
 /** The HTTP status of an S3 error answer, if the error is one. */
@@ -99,7 +99,7 @@ export function createBucketPackageStore(settings: PackageBucket, options: { log
       const upload = new Upload({
         client,
         params: { Bucket: bucket, Key: keyOf(uploadId), Body: body, ContentType: 'application/gzip' },
-        partSize: partBytes,
+        partSize: bucketPartBytes,
         queueSize: partsAtOnce,
         // Aborted below, where a server that cannot abort (s3rver) is no failure of the PUT's.
         leavePartsOnError: true,
