@@ -175,6 +175,7 @@ describe('packages in an S3-compatible bucket', () => {
     }
     assert.equal(await bucket.sha256Of(keyOf(uploadId)), undefined);
     assert.equal((await putPackage(uploadUrl, pkg.bytes)).status, 201);
+    assert.equal(await bucket.sha256Of(keyOf(uploadId)), pkg.sha256);
   });
 
   test('when a replica is killed mid-upload then no object is under the package key, and the URL works again once its hold lapses', async () => {

@@ -342,9 +342,10 @@ export function createUploadService(deps: {
   };
 
   /**
-   * Streams the body of a claimed upload into the package store. The last bytes wait until size,
-   * sha256 and this PUT's hold on the URL are known to be right, so that a wrong body fails the
-   * stream before its end and the store keeps nothing.
+   * Streams the body of a claimed upload into the package store. Size, sha256 and this PUT's hold
+   * on the URL are checked before the stream ends, so that a wrong body fails it and the store
+   * keeps nothing. The last bytes wait for those checks too: a store that sends a body of known
+   * length on (one PutObject) would have it kept the moment the last byte left.
    */
   async function receiveClaimed(upload: UploadRow, claim: string, body: Readable): Promise<UploadRow> {
     const uploadId = upload.id;
