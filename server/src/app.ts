@@ -278,6 +278,8 @@ export function createApp(config: Config, deps: AppDependencies = {}) {
     services,
     broker,
     async start(): Promise<RunningApp> {
+      // A bucket that is not there stops the start, first, rather than every upload after it.
+      await services.packages.verify();
       await storeOpened(db);
       // Start-up is no request: on Postgres it runs over a connection of its own, without the
       // requests' timeouts, since a migration may rightly take long and compiling the contract's
@@ -291,8 +293,6 @@ export function createApp(config: Config, deps: AppDependencies = {}) {
       } finally {
         await startup?.destroy();
       }
-      // A bucket that is not there stops the start, rather than every upload after it.
-      await services.packages.verify();
       // Uploads whose receivers died (a crash, a kill) are let go, and their partial files deleted,
       // now and whenever a lease could have lapsed since.
       await services.uploads.sweep();
