@@ -131,15 +131,16 @@ export function createBucketPackageStore(settings: PackageBucket, options: { log
 
     async withPackageFile(uploadId, read) {
       const object = await getObject(uploadId);
-      // A folder only this user may enter, and a file only this user may read.
-      const folder = await mkdtemp(join(tmpdir(), 'svc-package-'));
+      let folder: string | undefined;
       try {
+        // A folder only this user may enter, and a file only this user may read.
+        folder = await mkdtemp(join(tmpdir(), 'svc-package-'));
         const path = join(folder, 'package.tar.gz');
         await pipeline(object, createWriteStream(path, { flags: 'wx', mode: 0o600 }));
         return await read(path);
       } finally {
         object.destroy();
-        await rm(folder, { recursive: true, force: true });
+        if (folder) await rm(folder, { recursive: true, force: true });
       }
     },
 
