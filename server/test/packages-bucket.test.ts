@@ -153,6 +153,32 @@ describe('packages in an S3-compatible bucket', () => {
     assert.equal(await bucket.sha256Of(keyOf(uploadId)), pkg.sha256);
   });
 
+  test('when the object in the bucket was changed since it was submitted then its download ends short, never complete with other bytes', async () => {
+    const [a, b] = replicas as [TestService, TestService];
+    const pkg = makePackage(manifestFor('com.example.bucket.changed', '1.0.0'), {
+      'index.html': randomBytes(150_000).toString('base64'),
+    });
+    const { uploadId, uploadUrl } = await askUploadUrl(a.url, developer, pkg);
+    assert.equal((await putPackage(uploadUrl, pkg.bytes)).status, 201);
+    const submitted = await call(a.url, 'POST', '/api/v1/mini-apps/submit', {
+      token: developer.token,
+      body: { upload_id: uploadId },
+    });
+    assert.equal(submitted.status, 201, JSON.stringify(submitted.body));
+    const changed = Buffer.from(pkg.bytes);
+    changed[changed.length - 20] = (changed[changed.length - 20] ?? 0) ^ 0xff;
+    await bucket.put(keyOf(uploadId), changed);
+
+    const answer = await fetch(`${b.url}/api/v1/mini-apps/versions/${submitted.body.id}/package`, {
+      headers: { authorization: `Bearer ${developer.token}` },
+    });
+    assert.equal(answer.status, 200);
+    await assert.rejects(answer.arrayBuffer());
+    await eventually('the operator is told', () =>
+      b.logs.some((line) => line.includes('request failed') && line.includes('is not the one submitted')),
+    );
+  });
+
   test('when the upload URL is tampered with then 403 on every replica and nothing is stored; the URL as issued works', async () => {
     const [a, b] = replicas as [TestService, TestService];
     const pkg = makePackage(manifestFor('com.example.bucket.tampered', '1.0.0'));

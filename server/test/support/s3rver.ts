@@ -9,7 +9,7 @@ import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
-import { GetObjectCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
+import { GetObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 
 interface S3rverServer {
   run(): Promise<{ port: number }>;
@@ -43,6 +43,8 @@ export interface TestBucket {
   env: Record<string, string>;
   /** The keys of the objects in the bucket. */
   keys(): Promise<string[]>;
+  /** Writes `bytes` under `key`, as someone with access to the bucket could. */
+  put(key: string, bytes: Buffer): Promise<void>;
   /** The sha256 of the object under `key`, or undefined when there is none. */
   sha256Of(key: string): Promise<string | undefined>;
   /**
@@ -80,6 +82,9 @@ export async function startS3rver(bucket = 'svc-packages'): Promise<TestBucket> 
     async keys() {
       const listed = await client.send(new ListObjectsV2Command({ Bucket: bucket }));
       return (listed.Contents ?? []).flatMap((object) => (object.Key ? [object.Key] : []));
+    },
+    async put(key, bytes) {
+      await client.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: bytes }));
     },
     async sha256Of(key) {
       try {
