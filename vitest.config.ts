@@ -10,7 +10,13 @@ import { sourceCondition } from './scripts/build-sdk.ts';
 export default defineConfig({
   // Workspaces import @svc/sdk as its TypeScript source, never a dist/ built earlier.
   resolve: { conditions: [sourceCondition, ...defaultClientConditions] },
-  ssr: { resolve: { conditions: [sourceCondition, ...defaultServerConditions] } },
+  // Without `module`, which Node never reads: the AWS SDK's `module` builds import files without
+  // their extension, loadable by bundlers only.
+  ssr: {
+    resolve: {
+      conditions: [sourceCondition, ...defaultServerConditions.filter((condition) => condition !== 'module')],
+    },
+  },
   test: {
     include: ['{scripts,client,ssh,manifest,server,cli,console,simulator}/test/**/*.test.ts'],
     exclude: ['**/node_modules/**', '**/fixtures/**'],

@@ -22,6 +22,13 @@
  * each follows each kind of step (a PUT, a submit) equally often: how fast the service takes a PUT
  * also depends on what it did just before. Rounds in multiples of 3 balance exactly.
  *
+ * Packages in a bucket: a second service, the same but with S3_BUCKET naming a bucket of s3rver (an
+ * S3-compatible server from npm, run in this process), takes the same curl -T. After the rounds
+ * above, each of BENCH_RUNS more rounds packs the folder once per upload and sends it with curl to
+ * the filesystem service and to the bucket service, in turns (which goes first alternates). Their
+ * medians' ratio is the bucket row; the goal is 0.8×. s3rver writes each part to disk and copies
+ * them into one file on completion, which a real S3 does not do on this machine's disk.
+ *
  * Memory: the service's growth is its peak resident set while svc publishes (VmHWM, reset through
  * /proc/<pid>/clear_refs before each step, and VmRSS polled every 50 ms in case the reset is not
  * allowed) less its resident set just before. Memory figures are the worst round, not the median:
@@ -39,12 +46,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { listPackageFiles, type PackedPackage, packPackage } from '../cli/src/publish/pack.ts';
 import { buildCli, cliDist } from '../scripts/build-cli.ts';
+import { s3rverCredentials, startS3rver, type TestBucket } from '../server/test/support/s3rver.ts';
 import { startServiceProcess } from '../server/test/support/service-process.ts';
 import { announceSmokeRun, median, positiveInteger } from './support/settings.ts';
 import { printTable } from './table.ts';
 
 const mib = 1024 * 1024;
-const goals = { serverGrowthMib: 64, cliPeakMib: 150, uploadRatio: 0.8 };
+const goals = { serverGrowthMib: 64, cliPeakMib: 150, uploadRatio: 0.8, bucketRatio: 0.8 };
 const svcBinary = join(cliDist, 'svc.js');
 const gnuTime = '/usr/bin/time';
 const appId = 'com.example.bench';
@@ -95,10 +103,10 @@ interface RunningService {
   stop(): Promise<void>;
 }
 
-async function startService(dataDir: string): Promise<RunningService> {
+async function startService(dataDir: string, env: Record<string, string> = {}): Promise<RunningService> {
   const service = await startServiceProcess({
     dataDir,
-    env: { HOST: '127.0.0.1', SVC_MAX_PACKAGE_BYTES: String(300 * mib) },
+    env: { HOST: '127.0.0.1', SVC_MAX_PACKAGE_BYTES: String(300 * mib), ...env },
   });
   const { pid } = service.child;
   if (pid === undefined) throw new Error('the service has no process id');
@@ -343,7 +351,14 @@ interface Round {
   curlOldFile: CurlUpload;
 }
 
-function report(rounds: Round[], cliIdleMib: number, packageMib: number): void {
+/** A round of the bucket comparison: the same package, packed just before each upload. */
+interface BucketRound {
+  bucketFirst: boolean;
+  filesystem: CurlUpload;
+  bucket: CurlUpload;
+}
+
+function report(rounds: Round[], bucketRounds: BucketRound[], cliIdleMib: number, packageMib: number): void {
   process.stdout.write(`\npackage ${packageMib.toFixed(1)} MiB; ${rounds.length} rounds, steps rotating\n\n`);
   const shortName: Record<Step, string> = { svc: 'svc', curl: 'curl', 'curl, old file': 'old' };
   printTable(
@@ -379,6 +394,22 @@ function report(rounds: Round[], cliIdleMib: number, packageMib: number): void {
       'resident set before the publish; svc +MiB, curl +MiB: how much it grew during svc publish and curl.\n\n',
   );
 
+  printTable(
+    ['bucket round', 'order', 'filesystem MiB/s', 'bucket MiB/s', 'bucket +MiB'],
+    bucketRounds.map((round, index) => [
+      String(index + 1),
+      round.bucketFirst ? 'bucket,fs' : 'fs,bucket',
+      round.filesystem.uploadMibPerSecond.toFixed(1),
+      round.bucket.uploadMibPerSecond.toFixed(1),
+      round.bucket.serverGrowthMib.toFixed(1),
+    ]),
+    2,
+  );
+  process.stdout.write(
+    'curl -T of the same package (packed just before each) to the filesystem service and to the service\n' +
+      "whose packages go to s3rver's bucket; bucket +MiB: how much that service grew meanwhile.\n\n",
+  );
+
   const worst = (values: number[]) => Math.max(...values);
   const serverGrowth = worst(rounds.map((round) => round.svc.serverGrowthMib));
   const cliPeak = worst(rounds.map((round) => round.svc.cliPeakMib));
@@ -386,11 +417,16 @@ function report(rounds: Round[], cliIdleMib: number, packageMib: number): void {
   const curlRate = median(rounds.map((round) => round.curl.uploadMibPerSecond));
   const oldFileRate = median(rounds.map((round) => round.curlOldFile.uploadMibPerSecond));
   const ratio = svcRate / curlRate;
+  const filesystemRate = median(bucketRounds.map((round) => round.filesystem.uploadMibPerSecond));
+  const bucketRate = median(bucketRounds.map((round) => round.bucket.uploadMibPerSecond));
+  const bucketRatio = bucketRate / filesystemRate;
+  const bucketGrowth = worst(bucketRounds.map((round) => round.bucket.serverGrowthMib));
   const verdict = (met: boolean) => (met ? 'met' : 'NOT met');
   const verdicts = [
     serverGrowth <= goals.serverGrowthMib,
     cliPeak <= goals.cliPeakMib,
     ratio >= goals.uploadRatio,
+    bucketRatio >= goals.bucketRatio,
   ] as const;
   printTable(
     ['measure', 'value', 'goal', ''],
@@ -419,6 +455,15 @@ function report(rounds: Round[], cliIdleMib: number, packageMib: number): void {
       ['svc / curl', `${ratio.toFixed(2)}x`, `>= ${goals.uploadRatio}x`, verdict(verdicts[2])],
       ['  reference: curl -T, packed at the start', `${oldFileRate.toFixed(1)} MiB/s`, '', ''],
       ['  reference: svc / that', `${(svcRate / oldFileRate).toFixed(2)}x`, '', ''],
+      ['upload to the bucket service, curl -T (median)', `${bucketRate.toFixed(1)} MiB/s`, '', ''],
+      [
+        'upload to the filesystem service, curl -T, same rounds',
+        `${filesystemRate.toFixed(1)} MiB/s`,
+        '',
+        '',
+      ],
+      ['bucket / filesystem', `${bucketRatio.toFixed(2)}x`, `>= ${goals.bucketRatio}x`, verdict(verdicts[3])],
+      ['  reference: bucket service RSS growth (worst)', `${bucketGrowth.toFixed(1)} MiB`, '', ''],
     ],
     1,
   );
@@ -437,6 +482,8 @@ async function main(): Promise<void> {
   const appDir = join(scratch, 'app');
   const timeFile = join(scratch, 'time.txt');
   let service: RunningService | undefined;
+  let bucketService: RunningService | undefined;
+  let bucket: TestBucket | undefined;
   let oldPackage: PackedPackage | undefined;
   try {
     process.stderr.write(`writing a ${appMib} MiB app of random bytes\n`);
@@ -479,9 +526,34 @@ async function main(): Promise<void> {
       if (!svc || !curl || !curlOldFile) throw new Error(`round ${round + 1} missed a step`);
       measured.push({ order, svc, curl, curlOldFile });
     }
-    report(measured, idle.peakMib, packedAtStart.size / mib);
+
+    // The bucket service: its own data folder and database, its packages in s3rver's bucket.
+    Object.assign(process.env, s3rverCredentials);
+    bucket = await startS3rver();
+    const inBucket = await startService(join(scratch, 'data-bucket'), bucket.env);
+    bucketService = inBucket;
+    const bucketToken = await signUpWithKey(inBucket.url, key.publicLine);
+    const bucketRounds: BucketRound[] = [];
+    for (let round = 0; round < rounds; round++) {
+      const bucketFirst = round % 2 === 0;
+      process.stderr.write(
+        `bucket round ${round + 1}/${rounds}: ${bucketFirst ? 'bucket, filesystem' : 'filesystem, bucket'}\n`,
+      );
+      const toBucket = () => packThenCurl(inBucket, bucketToken, appDir);
+      const toFilesystem = () => packThenCurl(running, token, appDir);
+      const first = await (bucketFirst ? toBucket() : toFilesystem());
+      const second = await (bucketFirst ? toFilesystem() : toBucket());
+      bucketRounds.push({
+        bucketFirst,
+        bucket: bucketFirst ? first : second,
+        filesystem: bucketFirst ? second : first,
+      });
+    }
+    report(measured, bucketRounds, idle.peakMib, packedAtStart.size / mib);
   } finally {
     await service?.stop();
+    await bucketService?.stop();
+    await bucket?.stop();
     await oldPackage?.remove();
     await rm(scratch, { recursive: true, force: true });
   }

@@ -278,6 +278,8 @@ export function createApp(config: Config, deps: AppDependencies = {}) {
     services,
     broker,
     async start(): Promise<RunningApp> {
+      // A bucket that is not there stops the start, first, rather than every upload after it.
+      await services.packages.verify();
       await storeOpened(db);
       // Start-up is no request: on Postgres it runs over a connection of its own, without the
       // requests' timeouts, since a migration may rightly take long and compiling the contract's
@@ -397,6 +399,7 @@ export function createApp(config: Config, deps: AppDependencies = {}) {
       // telemetry still waiting, before the store closes.
       await Promise.all([services.uploads.settled(), sweeping, sweepingKeys, checkingKeys, bridgeStopped]);
       await services.storeReadiness.close();
+      services.packages.close();
       await bridgeWriter?.destroy();
       bridgeWriter = undefined;
       await credentials.close();

@@ -7,6 +7,16 @@ import contract from '../../generated/openapi.json' with { type: 'json' };
 
 export type SignupMode = 'open' | 'closed';
 
+/** The S3-compatible bucket that keeps the packages. */
+export interface PackageBucket {
+  bucket: string;
+  /** Anything but AWS itself: MinIO, R2, s3rver (`http://127.0.0.1:4568`). */
+  endpoint: string | undefined;
+  region: string;
+  /** `host/bucket/key` instead of `bucket.host/key`, as MinIO-style servers want. */
+  forcePathStyle: boolean;
+}
+
 export interface Config {
   host: string;
   port: number;
@@ -19,6 +29,12 @@ export interface Config {
    */
   publicUrl: string | undefined;
   dataDir: string;
+  /**
+   * Where packages are kept when not in `<dataDir>/blobs`: `S3_BUCKET` (with `S3_ENDPOINT`,
+   * `S3_REGION`, `S3_FORCE_PATH_STYLE`; credentials from the standard AWS chain). Replicas
+   * share it; each one's DATA_DIR then holds no package.
+   */
+  packageBucket: PackageBucket | undefined;
   /** Postgres connection string; unset means embedded PGlite in `<dataDir>/db`. */
   databaseUrl: string | undefined;
   /**
@@ -277,6 +293,58 @@ function redisUrl(env: Env): string | undefined {
   return raw;
 }
 
+/**
+ * S3_BUCKET and its settings; the others set without it are a mistake to stop at, since packages
+ * would quietly go to DATA_DIR instead.
+ */
+function packageBucket(env: Env): PackageBucket | undefined {
+  const bucket = env.S3_BUCKET?.trim();
+  if (!bucket) {
+    const stray = ['S3_ENDPOINT', 'S3_REGION', 'S3_FORCE_PATH_STYLE'].find((name) => env[name]?.trim());
+    if (stray) {
+      throw new ConfigError(
+        `${stray} is set but S3_BUCKET is not: set S3_BUCKET to keep packages in that bucket, or unset ${stray} to keep them in DATA_DIR`,
+      );
+    }
+    return undefined;
+  }
+  // S3's rule for bucket names (MinIO's is the same): what else is set is a typo.
+  if (!/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/.test(bucket)) {
+    throw new ConfigError(
+      `S3_BUCKET must be a bucket name (3 to 63 lower-case letters, digits, '.' or '-'), such as svc-packages, not "${bucket}"`,
+    );
+  }
+  const endpoint = env.S3_ENDPOINT?.trim();
+  const pathStyle = text(env, 'S3_FORCE_PATH_STYLE', 'false').toLowerCase();
+  if (!['true', 'false'].includes(pathStyle)) {
+    throw new ConfigError(`S3_FORCE_PATH_STYLE must be true or false, not "${env.S3_FORCE_PATH_STYLE}"`);
+  }
+  return {
+    bucket,
+    endpoint: endpoint ? s3Endpoint(endpoint) : undefined,
+    region: text(env, 'S3_REGION', 'us-east-1'),
+    forcePathStyle: pathStyle === 'true',
+  };
+}
+
+function s3Endpoint(raw: string): string {
+  let parsed: URL | undefined;
+  try {
+    parsed = new URL(raw);
+  } catch {}
+  if (!parsed || !['http:', 'https:'].includes(parsed.protocol) || !parsed.hostname) {
+    throw new ConfigError(
+      `S3_ENDPOINT must be the http:// or https:// URL of an S3-compatible server, such as http://127.0.0.1:9000, not "${raw}"`,
+    );
+  }
+  if (parsed.username || parsed.password || parsed.search || parsed.hash) {
+    throw new ConfigError(
+      'S3_ENDPOINT must hold no user name, password or query: credentials come from AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY',
+    );
+  }
+  return parsed.href.replace(/\/$/, '');
+}
+
 function oneOf<T extends string>(env: Env, name: string, choices: readonly T[], fallback: T): T {
   const value = text(env, name, fallback);
   if (!(choices as readonly string[]).includes(value)) {
@@ -331,6 +399,7 @@ export function loadConfig(env: Env = process.env): Config {
     metricsPort,
     publicUrl: env.SVC_PUBLIC_URL?.trim() ? url('SVC_PUBLIC_URL', env.SVC_PUBLIC_URL.trim()) : undefined,
     dataDir: resolve(text(env, 'DATA_DIR', './.svc-data')),
+    packageBucket: packageBucket(env),
     databaseUrl,
     databaseAcquireTimeoutMs: milliseconds(env, 'DATABASE_ACQUIRE_TIMEOUT_MS', 5000),
     databaseStatementTimeoutMs: milliseconds(env, 'DATABASE_STATEMENT_TIMEOUT_MS', 10000),

@@ -16,6 +16,7 @@ import {
 } from './store/data-dir-lock.ts';
 import { describeStore, embeddedDbDir } from './store/db.ts';
 import { storeUnavailableReason } from './store/unavailable.ts';
+import { PackageStoreSetupError } from './uploads/package-store.ts';
 
 const docsDir = join(import.meta.dirname, '../dist/docs');
 
@@ -182,7 +183,7 @@ async function main(): Promise<void> {
     const message =
       error instanceof ListenError ? portTaken(placeOf(config, error.settings), error) : undefined;
     if (message) refuse(message);
-    if (error instanceof BrokerSetupError) refuse(error.message);
+    if (error instanceof BrokerSetupError || error instanceof PackageStoreSetupError) refuse(error.message);
     const misnamed = config.databaseUrl ? databaseUrlProblem(config.databaseUrl, error) : undefined;
     if (misnamed) refuse(misnamed);
     // Start-up failures go through the operator's log like any other, never as a raw stack.

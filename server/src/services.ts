@@ -25,7 +25,7 @@ import { createSignInService } from './sign-in/sign-in-service.ts';
 import { createKeyService } from './ssh-keys/key-service.ts';
 import type { Db } from './store/db.ts';
 import { createStoreReadiness } from './store/readiness.ts';
-import { createBlobStore } from './uploads/blob-store.ts';
+import { createPackageStore } from './uploads/package-store.ts';
 import { createUploadService } from './uploads/upload-service.ts';
 
 export type Services = ReturnType<typeof createServices>;
@@ -48,10 +48,11 @@ export function createServices(deps: {
   bridgeHealth: BridgeHealth;
 }) {
   const { db, config, clock, logger, commandMetrics } = deps;
-  const blobs = createBlobStore(config.dataDir);
+  // Packages in DATA_DIR, or in the bucket every replica shares (S3_BUCKET).
+  const packages = createPackageStore(config, logger);
   const tokens = createTokenService(db, config, clock);
   const failures = createFailureLimit(db, clock);
-  const uploads = createUploadService({ db, config, clock, blobs, baseUrl: () => deps.audience() });
+  const uploads = createUploadService({ db, config, clock, packages, baseUrl: () => deps.audience() });
   const signingKeys = createSigningKeyService({
     db,
     clock,
@@ -68,6 +69,7 @@ export function createServices(deps: {
   return {
     db,
     storeReadiness: createStoreReadiness(db),
+    packages,
     bridgeHealth: deps.bridgeHealth,
     config,
     tokens,

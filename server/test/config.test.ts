@@ -25,6 +25,28 @@ describe('config', () => {
     assert.equal(config.mqttMaxQueuedMessages, 1000);
     assert.equal(config.mqttMaxQueuedBytes, 1024 * 1024);
     assert.equal(config.replicaId, 'main');
+    assert.equal(config.packageBucket, undefined);
+  });
+
+  test('when S3_BUCKET is set then packages go to that bucket, with the region and addressing given or their defaults', () => {
+    assert.deepEqual(loadConfig({ S3_BUCKET: 'svc-packages' }).packageBucket, {
+      bucket: 'svc-packages',
+      endpoint: undefined,
+      region: 'us-east-1',
+      forcePathStyle: false,
+    });
+    const minio = loadConfig({
+      S3_BUCKET: 'svc-packages',
+      S3_ENDPOINT: 'http://127.0.0.1:9000/',
+      S3_REGION: 'eu-central-1',
+      S3_FORCE_PATH_STYLE: 'TRUE',
+    });
+    assert.deepEqual(minio.packageBucket, {
+      bucket: 'svc-packages',
+      endpoint: 'http://127.0.0.1:9000',
+      region: 'eu-central-1',
+      forcePathStyle: true,
+    });
   });
 
   test("when the embedded broker's queue bounds are set then they are read as a count and bytes", () => {
@@ -133,6 +155,21 @@ describe('config', () => {
       /^SVC_CORS_ORIGINS .*"https:\/\/app\.exa\\nmple\.com" is not one$/,
     ],
     [{ SVC_CORS_ORIGINS: 'https://a.example.com;https://b.example.com' }, /^SVC_CORS_ORIGINS /],
+    [{ S3_BUCKET: 'Svc_Packages' }, /^S3_BUCKET must be a bucket name/],
+    [
+      { S3_BUCKET: 'svc', S3_ENDPOINT: '127.0.0.1:9000' },
+      /^S3_ENDPOINT must be the http:\/\/ or https:\/\/ URL/,
+    ],
+    [{ S3_BUCKET: 'svc', S3_ENDPOINT: 'ftp://files.example.com' }, /^S3_ENDPOINT must be the http/],
+    [
+      { S3_BUCKET: 'svc', S3_ENDPOINT: 'http://key:secret@127.0.0.1:9000' },
+      /^S3_ENDPOINT must hold no user name/,
+    ],
+    [
+      { S3_BUCKET: 'svc', S3_FORCE_PATH_STYLE: 'yes' },
+      /^S3_FORCE_PATH_STYLE must be true or false, not "yes"/,
+    ],
+    [{ S3_ENDPOINT: 'http://127.0.0.1:9000' }, /^S3_ENDPOINT is set but S3_BUCKET is not/],
   ];
   for (const [env, message] of bad) {
     test(`when ${JSON.stringify(env)} then start-up fails naming the variable`, () => {

@@ -1,15 +1,14 @@
 /**
  * Presigned uploads (DESIGN.md §8): a URL signed for one package (exact size and sha256) that
- * works once, until it expires. The PUT streams to a partial file while it is hashed and
- * counted, and is renamed into place only when size and hash match; a failed upload leaves
+ * works once, until it expires. The PUT streams into the package store while it is hashed and
+ * counted; its last bytes are held back until size, hash and the PUT's hold on the URL are
+ * checked, so the store keeps the package only when all three hold. A failed upload leaves
  * nothing behind and the URL can be tried again until it expires. A PUT holds its URL by a lease
  * it renews while bytes flow: one whose receiver died lets the URL go when the lease lapses, and
  * `sweep` deletes what it left.
  */
 import { createHash, randomUUID } from 'node:crypto';
-import { createWriteStream } from 'node:fs';
-import { type Readable, Transform, type Writable } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
+import { type Readable, Transform } from 'node:stream';
 import type { components } from '../../../generated/openapi.ts';
 import type { Clock } from '../clock.ts';
 import type { Config } from '../config.ts';
@@ -22,7 +21,7 @@ import {
   TooLargeError,
 } from '../errors.ts';
 import type { Db } from '../store/db.ts';
-import type { BlobStore } from './blob-store.ts';
+import type { PackageDigest, PackageStore } from './package-store.ts';
 import {
   claimUpload,
   currentClaims,
@@ -53,11 +52,15 @@ export type PackageUpload = components['schemas']['PackageUpload'];
 export const packageContentType = 'application/gzip';
 
 /**
- * Streams the request body through `count` into `file`. Unlike `pipeline(body, …)` it never
+ * Streams the request body through `count` into `write`. Unlike `pipeline(body, …)` it never
  * destroys the request when `count` refuses (too many bytes): the request's socket is the one
  * the refusal must go out on. A client that goes away fails the transfer instead.
  */
-async function receiveInto(body: Readable, count: Transform, file: Writable): Promise<void> {
+async function receiveInto(
+  body: Readable,
+  count: Transform,
+  write: (counted: Readable) => Promise<void>,
+): Promise<void> {
   const gone = () => count.destroy(Object.assign(new Error('aborted'), { code: 'ECONNRESET' }));
   body.once('aborted', gone);
   body.once('error', gone);
@@ -66,9 +69,11 @@ async function receiveInto(body: Readable, count: Transform, file: Writable): Pr
   });
   body.pipe(count);
   try {
-    await pipeline(count, file);
+    await write(count);
   } catch (error) {
     body.unpipe(count);
+    // The store may have failed with `count` still open: nothing more goes through it.
+    count.destroy();
     // Whatever else the client sends is read and dropped, so the answer can still reach it.
     body.resume();
     throw error;
@@ -106,8 +111,8 @@ export interface UploadService {
   /** The upload `uploadId` of `accountId`, stored and never submitted: what submit may take. */
   submittable(accountId: string, uploadId: string): Promise<UploadRow>;
   /**
-   * Runs `check` on the upload's stored package. An upload the sweep deleted meanwhile is not
-   * found; other errors (the package refused) pass through.
+   * Runs `check` on the upload's stored package, as a file for as long as `check` runs. An upload
+   * the sweep deleted meanwhile is not found; other errors (the package refused) pass through.
    */
   checkStored<T>(upload: UploadRow, check: (path: string, size: number) => Promise<T>): Promise<T>;
   /**
@@ -118,10 +123,10 @@ export interface UploadService {
   /** Marks the upload refused at submit and deletes its package, of no further use. */
   refuse(uploadId: string): Promise<void>;
   /** The package of a submitted upload (a version's), to read; it fails short if not `expected`. */
-  openPackage(uploadId: string, expected: { size: number; sha256: string }): Promise<Readable>;
+  openPackage(uploadId: string, expected: PackageDigest): Promise<Readable>;
   /**
    * Lets go of the uploads whose receivers stopped renewing their lease (they died), and deletes
-   * the partial files here that no live PUT is writing.
+   * the partial files that no live PUT is writing.
    */
   sweep(): Promise<void>;
   /** Resolves once every PUT under way has ended, its clean-up included. */
@@ -157,11 +162,11 @@ export function createUploadService(deps: {
   db: Db;
   config: Config;
   clock: Clock;
-  blobs: BlobStore;
+  packages: PackageStore;
   /** The service's public base URL, which upload URLs start with. */
   baseUrl: () => string;
 }): UploadService {
-  const { db, config, clock, blobs } = deps;
+  const { db, config, clock, packages } = deps;
   let signingKey: Promise<Buffer> | undefined;
   const key = () => {
     // A failed first read is not kept: the next request tries again.
@@ -287,7 +292,7 @@ export function createUploadService(deps: {
 
     async checkStored(upload, check) {
       try {
-        return await check(blobs.packagePath(upload.id), upload.size);
+        return await packages.withPackageFile(upload.id, (path) => check(path, upload.size));
       } catch (error) {
         // The sweep deleted it between the look-up and the check.
         if ((error as NodeJS.ErrnoException).code === 'ENOENT' && !(await findUpload(db, upload.id)))
@@ -304,10 +309,10 @@ export function createUploadService(deps: {
 
     async refuse(uploadId) {
       await markRefused(db, uploadId, clock());
-      await blobs.removePackage(uploadId);
+      await packages.removePackage(uploadId);
     },
 
-    openPackage: (uploadId, expected) => blobs.readPackage(uploadId, expected),
+    openPackage: (uploadId, expected) => packages.readPackage(uploadId, expected),
 
     async sweep() {
       const now = clock();
@@ -316,10 +321,10 @@ export function createUploadService(deps: {
       // a late submit its time; their partial files go below, with every other file no claim holds.
       const cutoff = new Date(now.getTime() - config.uploadUrlTtlSeconds * 1000);
       for (let gone = await deleteAbandonedUploads(db, cutoff, now); gone.length > 0; ) {
-        await Promise.all(gone.map((id) => blobs.removePackage(id)));
+        await Promise.all(gone.map((id) => packages.removePackage(id)));
         gone = await deleteAbandonedUploads(db, cutoff, now);
       }
-      const files = await blobs.partials();
+      const files = await packages.partials();
       const ids = [...new Set(files.flatMap((file) => (file.uploadId ? [file.uploadId] : [])))];
       const claims = await currentClaims(db, ids);
       // A file of another naming is no one's once no PUT could still be writing it: a PUT
@@ -328,7 +333,7 @@ export function createUploadService(deps: {
       const abandoned = files.filter((file) =>
         file.uploadId ? claims.get(file.uploadId) !== file.claim : file.modifiedAt.getTime() < unnamedBefore,
       );
-      await Promise.all(abandoned.map((file) => blobs.discard(file.path)));
+      await Promise.all(abandoned.map((file) => packages.discardPartial(file)));
     },
 
     async settled() {
@@ -336,13 +341,18 @@ export function createUploadService(deps: {
     },
   };
 
-  /** Streams the body of a claimed upload into its partial file, and keeps it when it is right. */
+  /**
+   * Streams the body of a claimed upload into the package store. Size, sha256 and this PUT's hold
+   * on the URL are checked before the stream ends, so that a wrong body fails it and the store
+   * keeps nothing. The last bytes wait for those checks too: a store that sends a body of known
+   * length on (one PutObject) would have it kept the moment the last byte left.
+   */
   async function receiveClaimed(upload: UploadRow, claim: string, body: Readable): Promise<UploadRow> {
     const uploadId = upload.id;
-    const partial = blobs.partialPath(uploadId, claim);
     let received = 0;
     let renewedAt = 0;
     const hash = createHash('sha256');
+    let held: Buffer | undefined;
     const count = new Transform({
       transform(chunk: Buffer, _encoding, done) {
         received += chunk.length;
@@ -353,16 +363,46 @@ export function createUploadService(deps: {
           return;
         }
         hash.update(chunk);
-        done(null, chunk);
+        const previous = held;
+        held = chunk;
+        done(null, previous);
       },
+      flush(done) {
+        if (received < upload.size) {
+          done(
+            new InputError('wrong_length', `This URL takes exactly ${upload.size} bytes; ${received} came.`),
+          );
+          return;
+        }
+        const sha256 = hash.digest('hex');
+        if (sha256 !== upload.sha256) {
+          done(
+            new InvalidError(
+              'sha256_mismatch',
+              `The package's sha256 is ${sha256}, not the ${upload.sha256} the URL was made for.`,
+            ),
+          );
+          return;
+        }
+        // A PUT that lost the URL (its lease lapsed and another took it) keeps nothing.
+        renewLease(db, uploadId, claim, new Date(clock().getTime() + leaseMs)).then(
+          (stillHeld) => (stillHeld ? done(null, held) : done(heldElsewhere())),
+          (error: Error) => done(error),
+        );
+      },
+    });
+    // Why the body failed, as the PUT's answer: a store may report it as its own failure.
+    let refusal: unknown;
+    count.once('error', (error) => {
+      refusal ??= error;
     });
     // The lease is renewed while bytes flow; a stalled PUT lets it lapse, and may be taken over.
     const renewal = setInterval(() => {
       if (received === renewedAt) return;
       renewedAt = received;
       renewLease(db, uploadId, claim, new Date(clock().getTime() + leaseMs)).then(
-        (held) => {
-          if (!held) count.destroy(heldElsewhere());
+        (stillHeld) => {
+          if (!stillHeld) count.destroy(heldElsewhere());
         },
         // The store did not answer: the next renewal tries again, and the claim is checked
         // again before the package is kept.
@@ -370,29 +410,12 @@ export function createUploadService(deps: {
       );
     }, leaseMs / 3);
     try {
-      // What dead claims on this upload left here is no one's now that this PUT holds it.
-      const leftovers = (await blobs.partials()).filter(
+      // What dead claims on this upload left is no one's now that this PUT holds it.
+      const leftovers = (await packages.partials()).filter(
         (file) => file.uploadId === uploadId && file.claim !== claim,
       );
-      await Promise.all(leftovers.map((file) => blobs.discard(file.path)));
-      await receiveInto(body, count, createWriteStream(partial, { flags: 'wx', mode: 0o600 }));
-      if (received < upload.size) {
-        throw new InputError(
-          'wrong_length',
-          `This URL takes exactly ${upload.size} bytes; ${received} came.`,
-        );
-      }
-      const sha256 = hash.digest('hex');
-      if (sha256 !== upload.sha256) {
-        throw new InvalidError(
-          'sha256_mismatch',
-          `The package's sha256 is ${sha256}, not the ${upload.sha256} the URL was made for.`,
-        );
-      }
-      if (!(await renewLease(db, uploadId, claim, new Date(clock().getTime() + leaseMs)))) {
-        throw heldElsewhere();
-      }
-      await blobs.keep(partial, uploadId);
+      await Promise.all(leftovers.map((file) => packages.discardPartial(file)));
+      await receiveInto(body, count, (counted) => packages.writePackage(uploadId, claim, counted));
       const storedAt = clock();
       // Lost in the instant since the renewal: the package in place has the same bytes anyway.
       if (!(await markStored(db, uploadId, claim, storedAt))) throw heldElsewhere();
@@ -404,12 +427,9 @@ export function createUploadService(deps: {
         lease_expires_at: null,
       };
     } catch (error) {
-      // The URL first, so that it works again as soon as the partial file is gone (a client that
-      // retries at once); a new PUT writes a partial file of its own claim, and the sweep deletes
-      // this one should the process die before it does.
+      // The store has kept nothing (and deleted what it could): the URL works again at once.
       await releaseUpload(db, uploadId, claim);
-      await blobs.discard(partial);
-      throw error;
+      throw refusal ?? error;
     } finally {
       clearInterval(renewal);
     }
