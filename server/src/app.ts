@@ -53,6 +53,7 @@ import {
   openStore,
   storeOpened,
 } from './store/db.ts';
+import { type KeyRing, loadKeyRing } from './store/key-encryption.ts';
 
 const contractPath = new URL('../../generated/openapi.json', import.meta.url);
 
@@ -84,6 +85,8 @@ export interface AppDependencies {
   telemetryBatch?: TelemetryBatchOptions;
   /** How often the signing keys' schedule is looked at, in milliseconds (tests); by default a minute. */
   signingKeyCheckMs?: number;
+  /** The key-encryption keys; by default from the config (`loadKeyRing`). */
+  keyRing?: KeyRing;
 }
 
 export interface RunningApp {
@@ -123,6 +126,8 @@ export interface StoppedApp {
 export function createApp(config: Config, deps: AppDependencies = {}) {
   const logger = deps.logger ?? createLogger();
   const clock = deps.clock ?? systemClock;
+  // First: a key-encryption key that cannot be had stops start-up before anything opens.
+  const keyRing = deps.keyRing ?? loadKeyRing(config);
   const ownsDb = !deps.db;
   const db =
     deps.db ??
@@ -168,6 +173,7 @@ export function createApp(config: Config, deps: AppDependencies = {}) {
     broker: broker.accounts,
     logger,
     commandMetrics: createCommandMetrics(metrics.registry),
+    keyRing,
   });
   const contract = JSON.parse(readFileSync(contractPath, 'utf8'));
 

@@ -24,6 +24,7 @@ import { createFailureLimit } from './sign-in/failure-limit.ts';
 import { createSignInService } from './sign-in/sign-in-service.ts';
 import { createKeyService } from './ssh-keys/key-service.ts';
 import type { Db } from './store/db.ts';
+import type { KeyRing } from './store/key-encryption.ts';
 import { createStoreReadiness } from './store/readiness.ts';
 import { createBlobStore } from './uploads/blob-store.ts';
 import { createUploadService } from './uploads/upload-service.ts';
@@ -46,6 +47,8 @@ export function createServices(deps: {
   commandMetrics: CommandMetrics;
   /** Whether the MQTT bridge takes the cars' messages (for /readyz). */
   bridgeHealth: BridgeHealth;
+  /** Seals what the store keeps secret (store/key-encryption.ts). */
+  keyRing: KeyRing;
 }) {
   const { db, config, clock, logger, commandMetrics } = deps;
   const blobs = createBlobStore(config.dataDir);
@@ -57,6 +60,7 @@ export function createServices(deps: {
     clock,
     rotationSeconds: config.signingKeyRotationSeconds,
     logger,
+    keyRing: deps.keyRing,
   });
   const commandOutbox = createCommandOutbox({
     db,

@@ -20,7 +20,12 @@ export interface TestStoreOptions {
   statementTimeoutMs?: number;
   /** Reach Postgres on this local port instead (a test's proxy in front of it). */
   port?: number;
+  /** A database on this Postgres server, whatever DATABASE_URL says (tests that need Postgres). */
+  serverUrl?: string;
 }
+
+/** The Postgres server of tests that need one: DATABASE_URL's, else the machine's own. */
+export const postgresServerUrl = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 
 export async function openTestStore(options: TestStoreOptions = {}): Promise<TestStore> {
   const defaults = loadConfig({});
@@ -28,7 +33,7 @@ export async function openTestStore(options: TestStoreOptions = {}): Promise<Tes
     acquireTimeoutMs: options.acquireTimeoutMs ?? defaults.databaseAcquireTimeoutMs,
     statementTimeoutMs: options.statementTimeoutMs ?? defaults.databaseStatementTimeoutMs,
   };
-  const serverUrl = process.env.DATABASE_URL;
+  const serverUrl = options.serverUrl ?? process.env.DATABASE_URL;
   if (!serverUrl) {
     const db = openStore(timeouts);
     await storeOpened(db);
