@@ -39,6 +39,7 @@ import { type Bridge, type BrokerConnection, createBridge } from './mqtt/bridge.
 import { createBridgeHealth } from './mqtt/bridge-health.ts';
 import { createBridgeMetrics } from './mqtt/bridge-metrics.ts';
 import type { ServiceBroker } from './mqtt/broker.ts';
+import { syncBrokerCredentials } from './mqtt/broker-credential-sync.ts';
 import { createBrokerMetrics } from './mqtt/broker-metrics.ts';
 import { createRedisCredentialStore, createSqlCredentialStore } from './mqtt/credentials.ts';
 import { createEmbeddedBroker } from './mqtt/embedded-broker.ts';
@@ -311,6 +312,15 @@ export function createApp(config: Config, deps: AppDependencies = {}) {
         if (config.mqttUrl) throw error;
         throw new ListenError('MQTT', error);
       }
+      // The key-value store and the broker are rebuilt from SQL (after a restore, a new Redis or
+      // a new Mosquitto). A failure leaves what they hold; the operator's command tries again.
+      await syncBrokerCredentials({ db, clock, credentials, broker: broker.accounts, keyRing, logger }).catch(
+        (error: unknown) =>
+          logger.error('broker credential sync failed', {
+            error,
+            hint: 'once the key-value store and the broker answer, run npm run sync-broker-credentials',
+          }),
+      );
       // After the migrations, so that what cars report has its tables.
       // Commands wait in SQL until the bridge connects; the sweep expires them meanwhile.
       services.commandOutbox.start();

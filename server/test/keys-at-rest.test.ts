@@ -177,7 +177,7 @@ describe('keys at rest', () => {
     const newId = keyEncryptionKeyId(Buffer.from(rotated, 'base64'));
     assert.match(
       rotation.stdout,
-      new RegExp(`^svc: re-encrypted with key-encryption key ${newId}: 2 signing keys\\.`),
+      new RegExp(`^svc: re-encrypted with key-encryption key ${newId}: 2 signing keys, 1 broker secrets\\.`),
     );
     for (const row of await privateHalves(store)) assert.equal(row.key_encryption_key_id, newId);
 
@@ -186,7 +186,7 @@ describe('keys at rest', () => {
       SVC_KEY_ENCRYPTION_KEY: rotated,
     });
     assert.equal(again.code, 0, again.stderr);
-    assert.match(again.stdout, /: 0 signing keys\./);
+    assert.match(again.stdout, /: 0 signing keys, 0 broker secrets\./);
 
     const after = await startTestService({ SVC_KEY_ENCRYPTION_KEY: rotated }, { store });
     try {
