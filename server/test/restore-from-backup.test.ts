@@ -163,6 +163,34 @@ describe.skipIf(redisAway)(`restore from a backup${redisAway ? ` (skipped: ${red
     assert.equal(payload.device_id, cars[0]);
   });
 
+  test('when two replicas start at once on an emptied Redis then they write each credential once between them, and every car signs in', async () => {
+    assert.ok(restored);
+    const { store, mosquitto } = restored;
+    await redis.flushdb();
+    const replicas = await Promise.all(
+      ['svc-a', 'svc-b'].map((replica) =>
+        startTestService(
+          { ...serviceEnv(mosquitto), SVC_REPLICA_ID: replica },
+          { store, dataDir, clockRuns: true },
+        ),
+      ),
+    );
+    try {
+      const written = replicas.flatMap((replica) =>
+        replica.logs
+          .map((line) => JSON.parse(line))
+          .filter((line) => line.message === 'broker credentials synced from the database')
+          .map((line) => [line.keyValueWritten, line.brokerWritten]),
+      );
+      assert.deepEqual(written, [[passwords.size, 0]]);
+      for (const [username, password] of passwords) {
+        assert.equal(await signsIn(mosquitto, username, password), true, `${username} cannot sign in`);
+      }
+    } finally {
+      await Promise.all(replicas.map((replica) => replica.stop()));
+    }
+  });
+
   test("when a car is decommissioned behind the broker's back then the sync command removes it from Redis and Mosquitto", async () => {
     assert.ok(restored);
     const [, gone] = cars;
