@@ -14,13 +14,17 @@ import { Redis } from 'ioredis';
 import { createLocalJWKSet, jwtVerify } from 'jose';
 import mqtt from 'mqtt';
 import { afterAll, beforeAll, describe, test } from 'vitest';
+import { createLogger } from '../src/logger.ts';
+import { syncBrokerCredentials } from '../src/mqtt/broker-credential-sync.ts';
+import { createRedisCredentialStore } from '../src/mqtt/credentials.ts';
+import { createKeyRing } from '../src/store/key-encryption.ts';
 import { type Developer, signUpAdmin, signUpDeveloper } from './support/accounts.ts';
 import { carPath, makeOwner, provisionCar } from './support/cars.ts';
 import { publishMiniApp } from './support/commands.ts';
 import { call } from './support/http.ts';
 import { startMosquitto, type TestMosquitto } from './support/mosquitto.ts';
 import { redisMissing, testRedisUrl } from './support/redis.ts';
-import { startTestService, type TestService } from './support/service.ts';
+import { startTestService, type TestService, testKeyEncryptionKey } from './support/service.ts';
 import { openTestStore, postgresServerUrl, type TestStore } from './support/store.ts';
 
 const redisAway = await redisMissing();
@@ -75,6 +79,7 @@ describe.skipIf(redisAway)(`restore from a backup${redisAway ? ` (skipped: ${red
   let restored: { store: TestStore; mosquitto: TestMosquitto; service: TestService } | undefined;
   const passwords = new Map<string, string>();
   let identityToken: string;
+  let admin: Developer;
 
   beforeAll(async () => {
     await redis.connect();
@@ -84,7 +89,7 @@ describe.skipIf(redisAway)(`restore from a backup${redisAway ? ` (skipped: ${red
     const mosquitto = await startMosquitto();
     const service = await startTestService(serviceEnv(mosquitto), { store, dataDir, clockRuns: true });
     original = { store, mosquitto, service };
-    const admin = await signUpAdmin(service, adminEmail);
+    admin = await signUpAdmin(service, adminEmail);
     const owner: Developer = await signUpDeveloper(service.url);
     for (const deviceId of cars)
       passwords.set(deviceId, (await provisionCar(service, admin, deviceId)).mqtt.password);
@@ -220,5 +225,37 @@ describe.skipIf(redisAway)(`restore from a backup${redisAway ? ` (skipped: ${red
       await signsIn(restored.mosquitto, String(cars[0]), String(passwords.get(String(cars[0])))),
       true,
     );
+  });
+  test("when a car's credential is rotated on the restored service then Mosquitto takes only the new password, and a sync afterwards writes nothing", async () => {
+    assert.ok(restored);
+    const deviceId = String(cars[0]);
+    const rotated = await call(
+      restored.service.url,
+      'POST',
+      `/api/v1/admin/cars/${encodeURIComponent(deviceId)}/credential`,
+      {
+        token: admin.token,
+      },
+    );
+    assert.equal(rotated.status, 201, JSON.stringify(rotated.body));
+    assert.equal(await signsIn(restored.mosquitto, deviceId, String(passwords.get(deviceId))), false);
+    assert.equal(await signsIn(restored.mosquitto, deviceId, rotated.body.password), true);
+    const credentials = createRedisCredentialStore(redisUrl, createLogger());
+    const report = await syncBrokerCredentials({
+      db: restored.store.db,
+      clock: () => new Date(),
+      credentials,
+      broker: restored.service.app.broker.accounts,
+      keyRing: createKeyRing(Buffer.from(testKeyEncryptionKey, 'base64')),
+      logger: createLogger(),
+    });
+    assert.deepEqual(report, {
+      keyValueWritten: 0,
+      keyValueRemoved: 0,
+      brokerWritten: 0,
+      brokerRemoved: 0,
+      withoutSecret: [],
+    });
+    await credentials.close();
   });
 });
