@@ -39,6 +39,7 @@ import { type Bridge, type BrokerConnection, createBridge } from './mqtt/bridge.
 import { createBridgeHealth } from './mqtt/bridge-health.ts';
 import { createBridgeMetrics } from './mqtt/bridge-metrics.ts';
 import type { ServiceBroker } from './mqtt/broker.ts';
+import { syncBrokerCredentials } from './mqtt/broker-credential-sync.ts';
 import { createBrokerMetrics } from './mqtt/broker-metrics.ts';
 import { createRedisCredentialStore, createSqlCredentialStore } from './mqtt/credentials.ts';
 import { createEmbeddedBroker } from './mqtt/embedded-broker.ts';
@@ -53,6 +54,7 @@ import {
   openStore,
   storeOpened,
 } from './store/db.ts';
+import { type KeyRing, loadKeyRing } from './store/key-encryption.ts';
 
 const contractPath = new URL('../../generated/openapi.json', import.meta.url);
 
@@ -84,6 +86,8 @@ export interface AppDependencies {
   telemetryBatch?: TelemetryBatchOptions;
   /** How often the signing keys' schedule is looked at, in milliseconds (tests); by default a minute. */
   signingKeyCheckMs?: number;
+  /** The key-encryption keys; by default from the config (`loadKeyRing`). */
+  keyRing?: KeyRing;
 }
 
 export interface RunningApp {
@@ -123,6 +127,8 @@ export interface StoppedApp {
 export function createApp(config: Config, deps: AppDependencies = {}) {
   const logger = deps.logger ?? createLogger();
   const clock = deps.clock ?? systemClock;
+  // First: a key-encryption key that cannot be had stops start-up before anything opens.
+  const keyRing = deps.keyRing ?? loadKeyRing(config);
   const ownsDb = !deps.db;
   const db =
     deps.db ??
@@ -168,6 +174,7 @@ export function createApp(config: Config, deps: AppDependencies = {}) {
     broker: broker.accounts,
     logger,
     commandMetrics: createCommandMetrics(metrics.registry),
+    keyRing,
   });
   const contract = JSON.parse(readFileSync(contractPath, 'utf8'));
 
@@ -307,6 +314,15 @@ export function createApp(config: Config, deps: AppDependencies = {}) {
         if (config.mqttUrl) throw error;
         throw new ListenError('MQTT', error);
       }
+      // The key-value store and the broker are rebuilt from SQL (after a restore, a new Redis or
+      // a new Mosquitto). A failure leaves what they hold; the operator's command tries again.
+      await syncBrokerCredentials({ db, clock, credentials, broker: broker.accounts, keyRing, logger }).catch(
+        (error: unknown) =>
+          logger.error('broker credential sync failed', {
+            error,
+            hint: 'once the key-value store and the broker answer, run npm run sync-broker-credentials',
+          }),
+      );
       // After the migrations, so that what cars report has its tables.
       // Commands wait in SQL until the bridge connects; the sweep expires them meanwhile.
       services.commandOutbox.start();

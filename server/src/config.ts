@@ -118,6 +118,14 @@ export interface Config {
    * preflights are answered and their responses readable. Empty: no cross-origin call is allowed.
    */
   corsOrigins: ReadonlySet<string>;
+  /**
+   * The key-encryption key (`SVC_KEY_ENCRYPTION_KEY`, 32 bytes): what the database keeps that must
+   * stay secret (signing keys' private halves, broker secrets) is stored encrypted with it.
+   * Required with DATABASE_URL; embedded mode makes one in `<dataDir>/key-encryption-key`.
+   */
+  keyEncryptionKey: Buffer | undefined;
+  /** The key-encryption key before a rotation: still read, never written with. */
+  previousKeyEncryptionKey: Buffer | undefined;
 }
 
 export class ConfigError extends Error {
@@ -379,6 +387,23 @@ function signingKeyRotation(env: Env): number {
   return seconds;
 }
 
+/**
+ * 32 random bytes in base64, as `openssl rand -base64 32` writes them. The message never repeats
+ * the value: it is a secret, and may be one pasted into the wrong variable.
+ */
+function encryptionKey(env: Env, name: string): Buffer | undefined {
+  const raw = env[name]?.trim();
+  if (!raw) return undefined;
+  const bytes = /^[A-Za-z0-9+/]+={0,2}$/.test(raw) ? Buffer.from(raw, 'base64') : undefined;
+  if (bytes?.length !== 32) {
+    const what = bytes ? `${bytes.length} bytes` : 'not base64';
+    throw new ConfigError(
+      `${name} must be 32 random bytes in base64, made with openssl rand -base64 32 (the value given is ${what})`,
+    );
+  }
+  return bytes;
+}
+
 export function loadConfig(env: Env = process.env): Config {
   const host = text(env, 'HOST', '127.0.0.1');
   const listenPort = port(env, 'PORT', 8080);
@@ -391,6 +416,12 @@ export function loadConfig(env: Env = process.env): Config {
   const databaseUrl = env.DATABASE_URL?.trim() || undefined;
   if (databaseUrl && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
     throw new ConfigError('DATABASE_URL must be a postgres:// or postgresql:// connection string');
+  }
+  const keyEncryptionKey = encryptionKey(env, 'SVC_KEY_ENCRYPTION_KEY');
+  if (databaseUrl && !keyEncryptionKey) {
+    throw new ConfigError(
+      'SVC_KEY_ENCRYPTION_KEY must be set with DATABASE_URL: 32 random bytes in base64 that encrypt the secrets the database keeps; make one with openssl rand -base64 32 and keep it apart from the database backups (docs/operating.md, "Keys at rest")',
+    );
   }
   return {
     host,
@@ -430,5 +461,7 @@ export function loadConfig(env: Env = process.env): Config {
     replicaId: replicaId(env),
     redisUrl: redisUrl(env),
     corsOrigins: originList(env, 'SVC_CORS_ORIGINS'),
+    keyEncryptionKey,
+    previousKeyEncryptionKey: encryptionKey(env, 'SVC_PREVIOUS_KEY_ENCRYPTION_KEY'),
   };
 }

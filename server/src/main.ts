@@ -15,6 +15,7 @@ import {
   lockFileOf,
 } from './store/data-dir-lock.ts';
 import { describeStore, embeddedDbDir } from './store/db.ts';
+import { KeyEncryptionError } from './store/key-encryption.ts';
 import { storeUnavailableReason } from './store/unavailable.ts';
 import { PackageStoreSetupError } from './uploads/package-store.ts';
 
@@ -173,7 +174,14 @@ async function main(): Promise<void> {
     refuse(...taken);
   }
   const logger = createLogger();
-  const service = createApp(config, { logger, docsDir });
+  let service: ReturnType<typeof createApp>;
+  try {
+    service = createApp(config, { logger, docsDir });
+  } catch (error) {
+    lock?.release();
+    if (error instanceof KeyEncryptionError) refuse(error.message);
+    throw error;
+  }
   let started: Awaited<ReturnType<typeof service.start>>;
   try {
     started = await service.start();
@@ -183,7 +191,12 @@ async function main(): Promise<void> {
     const message =
       error instanceof ListenError ? portTaken(placeOf(config, error.settings), error) : undefined;
     if (message) refuse(message);
-    if (error instanceof BrokerSetupError || error instanceof PackageStoreSetupError) refuse(error.message);
+    if (
+      error instanceof BrokerSetupError ||
+      error instanceof PackageStoreSetupError ||
+      error instanceof KeyEncryptionError
+    )
+      refuse(error.message);
     const misnamed = config.databaseUrl ? databaseUrlProblem(config.databaseUrl, error) : undefined;
     if (misnamed) refuse(misnamed);
     // Start-up failures go through the operator's log like any other, never as a raw stack.

@@ -24,6 +24,7 @@ import { createFailureLimit } from './sign-in/failure-limit.ts';
 import { createSignInService } from './sign-in/sign-in-service.ts';
 import { createKeyService } from './ssh-keys/key-service.ts';
 import type { Db } from './store/db.ts';
+import type { KeyRing } from './store/key-encryption.ts';
 import { createStoreReadiness } from './store/readiness.ts';
 import { createPackageStore } from './uploads/package-store.ts';
 import { createUploadService } from './uploads/upload-service.ts';
@@ -46,6 +47,8 @@ export function createServices(deps: {
   commandMetrics: CommandMetrics;
   /** Whether the MQTT bridge takes the cars' messages (for /readyz). */
   bridgeHealth: BridgeHealth;
+  /** Seals what the store keeps secret (store/key-encryption.ts). */
+  keyRing: KeyRing;
 }) {
   const { db, config, clock, logger, commandMetrics } = deps;
   // Packages in DATA_DIR, or in the bucket every replica shares (S3_BUCKET).
@@ -58,6 +61,7 @@ export function createServices(deps: {
     clock,
     rotationSeconds: config.signingKeyRotationSeconds,
     logger,
+    keyRing: deps.keyRing,
   });
   const commandOutbox = createCommandOutbox({
     db,
@@ -79,7 +83,13 @@ export function createServices(deps: {
     keys: createKeyService(db, clock, () => tokens.forgetCached()),
     signIn: createSignInService({ db, clock, tokens, failures, audience: deps.audience }),
     uploads,
-    cars: createCarService({ db, clock, credentials: deps.credentials, broker: deps.broker }),
+    cars: createCarService({
+      db,
+      clock,
+      credentials: deps.credentials,
+      broker: deps.broker,
+      keyRing: deps.keyRing,
+    }),
     carReports: createCarReportService({ db }),
     ownership: createOwnershipService({ db, clock, metrics: commandMetrics }),
     miniApps: createMiniAppService({ db, clock, uploads }),

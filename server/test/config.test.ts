@@ -70,6 +70,7 @@ describe('config', () => {
       PORT: '9000',
       DATA_DIR: '/var/lib/svc',
       DATABASE_URL: 'postgres://127.0.0.1:5432/svc',
+      SVC_KEY_ENCRYPTION_KEY: Buffer.alloc(32, 1).toString('base64'),
       SVC_PUBLIC_URL: 'https://svc.example.com/',
       SVC_SIGNUP: 'closed',
       SVC_ADMIN_EMAILS: ' Root@Example.com, ops@example.com ,',
@@ -95,6 +96,7 @@ describe('config', () => {
     assert.equal(config.commandSweepSeconds, 30);
     assert.equal(config.signingKeyRotationSeconds, 7 * 86400);
     assert.equal(config.replicaId, 'svc-1');
+    assert.deepEqual(config.keyEncryptionKey, Buffer.alloc(32, 1));
   });
 
   test('when SVC_CORS_ORIGINS is unset then no origin is listed; when set then each is kept as browsers write it', () => {
@@ -119,6 +121,15 @@ describe('config', () => {
     [{ SVC_PUBLIC_URL: 'svc.example.com' }, /^SVC_PUBLIC_URL /],
     [{ SVC_PUBLIC_URL: 'ftp://svc.example.com' }, /^SVC_PUBLIC_URL /],
     [{ DATABASE_URL: 'mysql://localhost/svc' }, /^DATABASE_URL /],
+    [{ DATABASE_URL: 'postgres://127.0.0.1/svc' }, /^SVC_KEY_ENCRYPTION_KEY must be set with DATABASE_URL/],
+    [
+      { SVC_KEY_ENCRYPTION_KEY: 'c2VjcmV0' },
+      /^SVC_KEY_ENCRYPTION_KEY must be 32 random bytes .*is 6 bytes\)$/,
+    ],
+    [
+      { SVC_PREVIOUS_KEY_ENCRYPTION_KEY: 'not base64!' },
+      /^SVC_PREVIOUS_KEY_ENCRYPTION_KEY .*is not base64\)$/,
+    ],
     [{ SVC_ADMIN_EMAILS: 'notanemail' }, /^SVC_ADMIN_EMAILS must be emails .*"notanemail" is not an email/],
     [{ SVC_ADMIN_EMAILS: 'root@example.com;ops@example.com' }, /^SVC_ADMIN_EMAILS /],
     [{ SVC_REQUEST_TIMEOUT: '0' }, /^SVC_REQUEST_TIMEOUT /],

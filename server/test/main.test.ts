@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { afterAll, describe, test } from 'vitest';
 import { call } from './support/http.ts';
 import { startMosquitto } from './support/mosquitto.ts';
+import { testKeyEncryptionKey } from './support/service.ts';
 import { exitOf, startServiceProcess } from './support/service-process.ts';
 
 const startProcess = (dataDir: string) => startServiceProcess({ dataDir });
@@ -302,6 +303,7 @@ describe('npm start', () => {
       const unreachable = await runToExit({
         PORT: '0',
         DATABASE_URL: 'postgres://postgres@127.0.0.1:1/none',
+        SVC_KEY_ENCRYPTION_KEY: testKeyEncryptionKey,
       });
       assert.equal(unreachable.code, 1, unreachable.stderr);
       const [line, ...more] = unreachable.stderr.trim().split('\n');

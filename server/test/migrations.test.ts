@@ -25,6 +25,7 @@ const tables = [
   'car_commands',
   'pairing_codes',
   'idempotency_keys',
+  'broker_credentials',
 ];
 
 async function existingTables(store: TestStore): Promise<string[]> {

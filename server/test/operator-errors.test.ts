@@ -15,6 +15,7 @@ import {
   postgresClusterMissing,
   startPostgresCluster,
 } from './support/postgres-cluster.ts';
+import { testKeyEncryptionKey } from './support/service.ts';
 import { exitOf, startServiceProcess } from './support/service-process.ts';
 
 const mainModule = join(import.meta.dirname, '../src/main.ts');
@@ -144,7 +145,7 @@ describe.skipIf(clusterMissing)(
     test('when the database does not exist then one line names DATABASE_URL and the database, exit 2, no stack', async () => {
       const url = new URL(cluster.url);
       url.pathname = '/svc_no_such_database';
-      const run = await runToExit({ DATABASE_URL: url.href });
+      const run = await runToExit({ DATABASE_URL: url.href, SVC_KEY_ENCRYPTION_KEY: testKeyEncryptionKey });
       assert.equal(run.code, 2, run.stderr);
       assert.equal(run.stderr.trim().split('\n').length, 1, run.stderr);
       assert.match(
@@ -159,7 +160,7 @@ describe.skipIf(clusterMissing)(
       const url = new URL(cluster.url);
       url.username = 'nobody';
       url.password = 'hunter2-secret';
-      const run = await runToExit({ DATABASE_URL: url.href });
+      const run = await runToExit({ DATABASE_URL: url.href, SVC_KEY_ENCRYPTION_KEY: testKeyEncryptionKey });
       assert.equal(run.code, 2, run.stderr);
       assert.equal(run.stderr.trim().split('\n').length, 1, run.stderr);
       assert.match(

@@ -9,8 +9,14 @@ import type { components } from '../../../generated/openapi.ts';
 import type { Clock } from '../clock.ts';
 import { ConflictError, InputError, NotFoundError } from '../errors.ts';
 import type { BrokerAccount, BrokerAccounts } from '../mqtt/broker-accounts.ts';
+import {
+  deleteBrokerCredential,
+  putBrokerCredential,
+  secretContext,
+} from '../mqtt/broker-credential-repository.ts';
 import { type CredentialStore, hashBrokerSecret, newBrokerSecret } from '../mqtt/credentials.ts';
 import type { Db } from '../store/db.ts';
+import type { KeyRing } from '../store/key-encryption.ts';
 import { endPresence } from './car-report-repository.ts';
 import {
   type CarPosition,
@@ -101,23 +107,41 @@ export function createCarService(deps: {
   clock: Clock;
   credentials: CredentialStore;
   broker: BrokerAccounts;
+  /** Seals the secret kept in SQL. */
+  keyRing: KeyRing;
 }) {
-  const { db, clock, credentials, broker } = deps;
+  const { db, clock, credentials, broker, keyRing } = deps;
 
-  /** A new secret for `account`: stored as its hash, then given to the broker. */
+  /**
+   * A new secret for `account`: kept in SQL first (its hash, and itself sealed), the record the
+   * key-value store and the broker are rebuilt from; then its hash in the key-value store, then
+   * the broker. A step after SQL that fails is made good by the next sync, or undone.
+   */
   async function issueCredential(account: BrokerAccount): Promise<MqttCredential> {
     const password = newBrokerSecret();
-    await credentials.put(account.username, {
-      role: account.role,
-      brand: account.brand,
-      secretSha256: hashBrokerSecret(password),
-    });
+    const secretSha256 = hashBrokerSecret(password);
+    await putBrokerCredential(
+      db,
+      {
+        username: account.username,
+        role: account.role,
+        brand: account.brand,
+        secretSha256,
+        secret: keyRing.seal(password, secretContext(account.username)),
+      },
+      clock(),
+    );
+    await credentials.put(account.username, { role: account.role, brand: account.brand, secretSha256 });
     await broker.put(account, password);
     return { client_id: account.username, username: account.username, password };
   }
 
-  /** The credential goes before the record, so that nothing can connect for a car that is gone. */
+  /**
+   * The credential goes before the record, so that nothing can connect for a car that is gone; SQL
+   * first, so that a sync never gives back what a decommission cut short had begun to take.
+   */
   async function revokeCredential(username: string): Promise<void> {
+    await deleteBrokerCredential(db, username);
     await credentials.delete(username);
     await broker.remove(username);
   }

@@ -2,6 +2,7 @@
 import type { JsonWebKey } from 'node:crypto';
 import type { components } from '../../../generated/openapi.ts';
 import type { Db } from '../store/db.ts';
+import type { Sealed } from '../store/key-encryption.ts';
 
 export type PublicJwk = components['schemas']['Jwk'];
 export type SigningKeyState = components['schemas']['SigningKeyState'];
@@ -10,7 +11,6 @@ export interface SigningKeyRow {
   kid: string;
   state: SigningKeyState;
   public_jwk: PublicJwk;
-  private_jwk: JsonWebKey;
   /** Made, as the next key: published from then on. */
   created_at: Date;
   /** Became current: signs from then on. */
@@ -18,12 +18,51 @@ export interface SigningKeyRow {
   retired_at: Date | null;
 }
 
+/** A private half as stored: sealed, or (written by a build before keys at rest) plain. */
+export type StoredPrivateKey = { sealed: Sealed } | { plain: JsonWebKey };
+
 // PGlite may return jsonb as text.
 function fromDb<Row extends Partial<SigningKeyRow>>(row: Row): Row {
   const parsed = { ...row };
   if (typeof row.public_jwk === 'string') parsed.public_jwk = JSON.parse(row.public_jwk);
-  if (typeof row.private_jwk === 'string') parsed.private_jwk = JSON.parse(row.private_jwk);
   return parsed;
+}
+
+interface PrivateColumns {
+  private_jwk: JsonWebKey | string | null;
+  private_jwk_ciphertext: string | null;
+  key_encryption_key_id: string | null;
+  encryption_algorithm: string | null;
+}
+
+const privateColumns = [
+  'private_jwk',
+  'private_jwk_ciphertext',
+  'key_encryption_key_id',
+  'encryption_algorithm',
+];
+
+function storedPrivateKey(row: PrivateColumns): StoredPrivateKey {
+  if (row.private_jwk_ciphertext !== null && row.key_encryption_key_id && row.encryption_algorithm) {
+    return {
+      sealed: {
+        ciphertext: row.private_jwk_ciphertext,
+        keyId: row.key_encryption_key_id,
+        algorithm: row.encryption_algorithm,
+      },
+    };
+  }
+  const plain = typeof row.private_jwk === 'string' ? JSON.parse(row.private_jwk) : row.private_jwk;
+  return { plain };
+}
+
+function sealedColumns(sealed: Sealed) {
+  return {
+    private_jwk: null,
+    private_jwk_ciphertext: sealed.ciphertext,
+    key_encryption_key_id: sealed.keyId,
+    encryption_algorithm: sealed.algorithm,
+  };
 }
 
 /**
@@ -34,27 +73,47 @@ export async function lockSigningKeys(trx: Db): Promise<void> {
   await trx.raw('lock table signing_keys in share row exclusive mode');
 }
 
-export async function findKeyInState(
-  db: Db,
-  state: 'next' | 'current',
-): Promise<Omit<SigningKeyRow, 'private_jwk'> | undefined> {
+export async function findKeyInState(db: Db, state: 'next' | 'current'): Promise<SigningKeyRow | undefined> {
   const row = await db<SigningKeyRow>('signing_keys')
     .where({ state })
     .first('kid', 'state', 'public_jwk', 'created_at', 'activated_at', 'retired_at');
   return row && fromDb(row);
 }
 
-export async function findPrivateJwk(db: Db, kid: string): Promise<JsonWebKey | undefined> {
-  const row = await db<SigningKeyRow>('signing_keys').where({ kid }).first('private_jwk');
-  return row && fromDb(row).private_jwk;
+export async function findPrivateKey(db: Db, kid: string): Promise<StoredPrivateKey | undefined> {
+  const row: PrivateColumns | undefined = await db('signing_keys')
+    .where({ kid })
+    .first(...privateColumns);
+  return row && storedPrivateKey(row);
 }
 
-export async function insertSigningKey(db: Db, row: SigningKeyRow): Promise<void> {
+export async function insertSigningKey(db: Db, row: SigningKeyRow, privateKey: Sealed): Promise<void> {
   await db('signing_keys').insert({
     ...row,
     public_jwk: JSON.stringify(row.public_jwk),
-    private_jwk: JSON.stringify(row.private_jwk),
+    ...sealedColumns(privateKey),
   });
+}
+
+/**
+ * The keys whose private half is plain, or sealed with another key-encryption key than `keyId`
+ * (what a start seals, and what a rotation re-seals).
+ */
+export async function listKeysNotSealedWith(
+  db: Db,
+  keyId: string,
+): Promise<{ kid: string; privateKey: StoredPrivateKey }[]> {
+  const rows: (PrivateColumns & { kid: string })[] = await db('signing_keys')
+    .where((notSealed) =>
+      notSealed.whereNull('key_encryption_key_id').orWhereNot('key_encryption_key_id', keyId),
+    )
+    .select('kid', ...privateColumns);
+  return rows.map((row) => ({ kid: row.kid, privateKey: storedPrivateKey(row) }));
+}
+
+/** Stores the key's private half sealed, and nothing of it in plain text. */
+export async function sealPrivateKey(db: Db, kid: string, sealed: Sealed): Promise<void> {
+  await db('signing_keys').where({ kid }).update(sealedColumns(sealed));
 }
 
 export async function moveSigningKey(
@@ -66,7 +125,7 @@ export async function moveSigningKey(
 }
 
 /** Every key the store holds, newest first, without private halves. */
-export async function listSigningKeys(db: Db): Promise<Omit<SigningKeyRow, 'private_jwk'>[]> {
+export async function listSigningKeys(db: Db): Promise<SigningKeyRow[]> {
   const rows = await db<SigningKeyRow>('signing_keys')
     .select('kid', 'state', 'public_jwk', 'created_at', 'activated_at', 'retired_at')
     .orderBy([

@@ -5,7 +5,7 @@
  * then `current` (signs every token), then `retired`: published until the last token it signed
  * has expired, then deleted.
  */
-import { generateKeyPairSync, randomBytes } from 'node:crypto';
+import { generateKeyPairSync, type JsonWebKey, randomBytes } from 'node:crypto';
 import { importJWK } from 'jose';
 import type { components } from '../../../generated/openapi.ts';
 import type { Principal } from '../auth/principal.ts';
@@ -13,16 +13,20 @@ import type { Clock } from '../clock.ts';
 import { ConflictError, ForbiddenError } from '../errors.ts';
 import type { Logger } from '../logger.ts';
 import type { Db } from '../store/db.ts';
+import type { KeyRing } from '../store/key-encryption.ts';
 import {
   deleteRetiredKeys,
   findKeyInState,
-  findPrivateJwk,
+  findPrivateKey,
   insertSigningKey,
+  listKeysNotSealedWith,
   listPublishedJwks,
   listSigningKeys,
   lockSigningKeys,
   moveSigningKey,
   type SigningKeyRow,
+  type StoredPrivateKey,
+  sealPrivateKey,
 } from './signing-key-repository.ts';
 
 export type Jwks = components['schemas']['Jwks'];
@@ -50,11 +54,37 @@ export interface Signer {
   key: PrivateKey;
 }
 
-function newKey(state: 'next' | 'current', now: Date): SigningKeyRow {
+/** Where a key's private half is kept, as its sealed value is bound to it. */
+const sealContext = (kid: string) => `signing key ${kid}`;
+
+function openPrivateKey(kid: string, stored: StoredPrivateKey, keyRing: KeyRing): JsonWebKey {
+  return 'plain' in stored ? stored.plain : JSON.parse(keyRing.open(stored.sealed, sealContext(kid)));
+}
+
+/**
+ * Seals with the ring's key each private half stored in plain text (by a build before keys at
+ * rest) and, with `reseal`, each sealed with an older key-encryption key; how many.
+ */
+export async function sealSigningKeys(
+  db: Db,
+  keyRing: KeyRing,
+  options: { reseal: boolean },
+): Promise<number> {
+  let sealed = 0;
+  for (const { kid, privateKey } of await listKeysNotSealedWith(db, keyRing.keyId)) {
+    if (!('plain' in privateKey) && !options.reseal) continue;
+    const jwk = openPrivateKey(kid, privateKey, keyRing);
+    await sealPrivateKey(db, kid, keyRing.seal(JSON.stringify(jwk), sealContext(kid)));
+    sealed += 1;
+  }
+  return sealed;
+}
+
+function newKey(state: 'next' | 'current', now: Date): { row: SigningKeyRow; privateJwk: JsonWebKey } {
   const { publicKey, privateKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
   const kid = randomBytes(8).toString('base64url');
   const jwk = publicKey.export({ format: 'jwk' });
-  return {
+  const row: SigningKeyRow = {
     kid,
     state,
     public_jwk: {
@@ -66,11 +96,11 @@ function newKey(state: 'next' | 'current', now: Date): SigningKeyRow {
       alg: 'ES256',
       use: 'sig',
     },
-    private_jwk: privateKey.export({ format: 'jwk' }),
     created_at: now,
     activated_at: state === 'current' ? now : null,
     retired_at: null,
   };
+  return { row, privateJwk: privateKey.export({ format: 'jwk' }) };
 }
 
 const secondsAfter = (date: Date, seconds: number) => new Date(date.getTime() + seconds * 1000);
@@ -81,8 +111,10 @@ export function createSigningKeyService(deps: {
   /** How long a key signs before the schedule retires it (`SVC_SIGNING_KEY_ROTATION`), in seconds. */
   rotationSeconds: number;
   logger: Logger;
+  /** Seals the private halves in the store. */
+  keyRing: KeyRing;
 }) {
-  const { db, clock, rotationSeconds, logger } = deps;
+  const { db, clock, rotationSeconds, logger, keyRing } = deps;
   /** Private keys already imported, by kid: a key is read from the store once per process. */
   const imported = new Map<string, PrivateKey>();
 
@@ -98,6 +130,11 @@ export function createSigningKeyService(deps: {
   const nextMaySignAt = (next: Pick<SigningKeyRow, 'created_at'>) =>
     secondsAfter(next.created_at, jwksMaxAgeSeconds);
 
+  async function insertNewKey(trx: Db, state: 'next' | 'current', now: Date): Promise<void> {
+    const { row, privateJwk } = newKey(state, now);
+    await insertSigningKey(trx, row, keyRing.seal(JSON.stringify(privateJwk), sealContext(row.kid)));
+  }
+
   /** There is a current and a next key; makes what is missing. Under the lock. */
   async function completeLocked(trx: Db, now: Date): Promise<void> {
     if (!(await findKeyInState(trx, 'current'))) {
@@ -105,9 +142,9 @@ export function createSigningKeyService(deps: {
       // with a next key and no current one (emptied by hand) promotes the next: it is published.
       const next = await findKeyInState(trx, 'next');
       if (next) await moveSigningKey(trx, next.kid, { state: 'current', activated_at: now });
-      else await insertSigningKey(trx, newKey('current', now));
+      else await insertNewKey(trx, 'current', now);
     }
-    if (!(await findKeyInState(trx, 'next'))) await insertSigningKey(trx, newKey('next', now));
+    if (!(await findKeyInState(trx, 'next'))) await insertNewKey(trx, 'next', now);
   }
 
   /**
@@ -158,7 +195,18 @@ export function createSigningKeyService(deps: {
   }
 
   async function ensure(): Promise<void> {
-    await withKeysLocked((trx) => completeLocked(trx, clock()));
+    await withKeysLocked(async (trx) => {
+      const sealed = await sealSigningKeys(trx, keyRing, { reseal: false });
+      if (sealed > 0) {
+        logger.info('signing keys stored in plain text are now encrypted at rest', {
+          keys: sealed,
+          keyEncryptionKey: keyRing.keyId,
+        });
+      }
+      await completeLocked(trx, clock());
+    });
+    // The key ring opens the current key, or start-up stops here saying which key it needs.
+    await currentSigner();
   }
 
   async function currentSigner(): Promise<Signer> {
@@ -170,9 +218,10 @@ export function createSigningKeyService(deps: {
     if (!current) throw new Error('no current signing key, even after making one');
     let key = imported.get(current.kid);
     if (!key) {
-      const jwk = await findPrivateJwk(db, current.kid);
-      if (!jwk) throw new Error(`signing key ${current.kid} vanished while it was current`);
-      key = await importJWK({ ...jwk, alg: 'ES256' }, 'ES256');
+      const stored = await findPrivateKey(db, current.kid);
+      if (!stored) throw new Error(`signing key ${current.kid} vanished while it was current`);
+      const jwk = openPrivateKey(current.kid, stored, keyRing);
+      key = await importJWK({ ...jwk, alg: 'ES256' } as Parameters<typeof importJWK>[0], 'ES256');
       // Keys retire; a process that runs for years needs no more than the last few.
       if (imported.size >= 8) imported.clear();
       imported.set(current.kid, key);

@@ -24,4 +24,16 @@ export interface BrokerAccounts {
   put(account: BrokerAccount, password: string): Promise<void>;
   /** The account can no longer connect; a client connected with it is disconnected. */
   remove(username: string): Promise<void>;
+  /**
+   * The accounts of cars and connectors the broker holds, each with the hash of its password when
+   * the broker records it; undefined for a broker that keeps no accounts of its own (the embedded
+   * one reads the key-value store).
+   */
+  list(): Promise<ListedBrokerAccount[] | undefined>;
+}
+
+export interface ListedBrokerAccount {
+  username: string;
+  /** What this service recorded of the password it gave (lowercase hex SHA-256), if anything. */
+  secretSha256?: string;
 }

@@ -26,11 +26,15 @@ export interface CredentialStore {
   put(username: string, credential: BrokerCredential): Promise<void>;
   /** Whether there was one to delete. */
   delete(username: string): Promise<boolean>;
+  /** The user names it holds a credential for (what a sync compares with SQL). */
+  usernames(): Promise<string[]>;
   close(): Promise<void>;
 }
 
+const mqttAuthPrefix = 'mqtt:auth:';
+
 export function mqttAuthKey(username: string): string {
-  return `mqtt:auth:${username}`;
+  return `${mqttAuthPrefix}${username}`;
 }
 
 /** A new broker password: `mq_` and 32 base64url characters. */
@@ -91,6 +95,12 @@ export function createSqlCredentialStore(db: Db): CredentialStore {
           .delete()) > 0
       );
     },
+    async usernames() {
+      const rows: { key: string }[] = await db('key_values')
+        .where('key', 'like', `${mqttAuthPrefix}%`)
+        .select('key');
+      return rows.map((row) => row.key.slice(mqttAuthPrefix.length));
+    },
     async close() {},
   };
 }
@@ -150,6 +160,16 @@ export function createRedisCredentialStore(url: string, logger: Logger): Credent
     },
     async delete(username) {
       return (await answer(redis.del(mqttAuthKey(username)))) > 0;
+    },
+    async usernames() {
+      const names: string[] = [];
+      let cursor = '0';
+      do {
+        const [next, keys] = await answer(redis.scan(cursor, 'MATCH', `${mqttAuthPrefix}*`, 'COUNT', 1000));
+        cursor = next;
+        names.push(...keys.map((key) => key.slice(mqttAuthPrefix.length)));
+      } while (cursor !== '0');
+      return names;
     },
     async close() {
       redis.disconnect();

@@ -189,6 +189,10 @@ export function createEmbeddedBroker(deps: {
     async remove(username) {
       forget(username);
     },
+    // It keeps no accounts: every sign-in reads the key-value store.
+    async list() {
+      return undefined;
+    },
   };
 
   function authenticate(

@@ -5,12 +5,14 @@
  * car's or the connector's row of the table in acl.ts, everything else denied by default.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
+import { isValidDeviceId } from '@svc/sdk';
 import { connectAsync, type MqttClient } from 'mqtt';
 import { carTopic, carTopicFilter, serviceReceives, serviceSends } from '../../../generated/mqtt.ts';
 import { UnavailableError } from '../errors.ts';
 import type { Logger } from '../logger.ts';
 import { BrokerSetupError, type ServiceBroker } from './broker.ts';
-import type { BrokerAccount, BrokerAccounts } from './broker-accounts.ts';
+import type { BrokerAccount, BrokerAccounts, ListedBrokerAccount } from './broker-accounts.ts';
+import { hashBrokerSecret } from './credentials.ts';
 
 const controlTopic = '$CONTROL/dynamic-security/v1';
 const responseTopic = `${controlTopic}/response`;
@@ -74,6 +76,18 @@ interface DynsecResponse {
   command: string;
   error?: string;
   correlationData?: string;
+  data?: { clients?: { username: string; textdescription?: string }[] };
+}
+
+/**
+ * A client's `textdescription` records the hash of the password the service gave it (Mosquitto
+ * never returns its own), so a sync tells a client whose password differs from SQL's.
+ */
+const descriptionPrefix = 'svc credential sha256:';
+
+/** A car's or connector's user name: the clients this service owns (never the operator's own). */
+function isAccountName(username: string): boolean {
+  return username.startsWith('connector:') || isValidDeviceId(username);
 }
 
 /** Why mqtt.js could not sign in, said once (its messages may repeat the broker's reason). */
@@ -155,6 +169,7 @@ export function createMosquittoBroker(deps: {
           command: 'createClient',
           username: account.username,
           password,
+          textdescription: `${descriptionPrefix}${hashBrokerSecret(password)}`,
           // Pinned, so that no one takes a car's client id (that would disconnect the car).
           clientid: account.username,
           roles: [{ rolename: account.username }],
@@ -164,8 +179,16 @@ export function createMosquittoBroker(deps: {
       check(made, 'Client already exists');
       if (made?.error === 'Client already exists') {
         // Rotation. Mosquitto 2.0 disconnects a client signed in as this user when it sets the password.
-        const [set] = await control([{ command: 'setClientPassword', username: account.username, password }]);
+        const [set, described] = await control([
+          { command: 'setClientPassword', username: account.username, password },
+          {
+            command: 'modifyClient',
+            username: account.username,
+            textdescription: `${descriptionPrefix}${hashBrokerSecret(password)}`,
+          },
+        ]);
         check(set);
+        check(described);
       }
     },
     async remove(username) {
@@ -176,6 +199,17 @@ export function createMosquittoBroker(deps: {
       ]);
       check(client, 'Client not found');
       check(role, 'Role not found');
+    },
+    async list() {
+      const [listed] = await control([{ command: 'listClients', verbose: true }]);
+      check(listed);
+      return (listed?.data?.clients ?? []).flatMap((client): ListedBrokerAccount[] => {
+        if (client.username === deps.username || !isAccountName(client.username)) return [];
+        const described = client.textdescription?.startsWith(descriptionPrefix)
+          ? client.textdescription.slice(descriptionPrefix.length)
+          : undefined;
+        return [{ username: client.username, ...(described ? { secretSha256: described } : {}) }];
+      });
     },
   };
 

@@ -16,6 +16,12 @@ import { openTestStore, type TestStore } from './store.ts';
  */
 const cheapPasswords = createPasswords({ ...passwordCost, N: 2 ** 10 });
 
+/**
+ * One key-encryption key for every test service, as replicas of one service share theirs: two
+ * test services on one store (each with a data folder of its own) open each other's keys.
+ */
+export const testKeyEncryptionKey = Buffer.alloc(32, 7).toString('base64');
+
 export class TestClock {
   private base: number;
   private readonly runs: boolean;
@@ -72,7 +78,14 @@ export async function startTestService(
   // Package files go to a data folder of the test's own; the store is given below.
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'svc-test-data-'));
   const config: Config = {
-    ...loadConfig({ PORT: '0', METRICS_PORT: '0', MQTT_PORT: '0', DATA_DIR: dataDir, ...env }),
+    ...loadConfig({
+      PORT: '0',
+      METRICS_PORT: '0',
+      MQTT_PORT: '0',
+      DATA_DIR: dataDir,
+      SVC_KEY_ENCRYPTION_KEY: testKeyEncryptionKey,
+      ...env,
+    }),
     validateResponses: true,
   };
   const store =

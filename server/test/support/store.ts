@@ -25,6 +25,8 @@ export interface TestStoreOptions {
   port?: number;
   /** An empty database, no migration run (the migrations' own tests). */
   empty?: boolean;
+  /** A database on this Postgres server, whatever DATABASE_URL says (tests that need Postgres). */
+  serverUrl?: string;
 }
 
 let pgliteData: Blob | undefined;
@@ -34,13 +36,16 @@ function migratedPglite(): Blob {
   return pgliteData;
 }
 
+/** The Postgres server of tests that need one: DATABASE_URL's, else the machine's own. */
+export const postgresServerUrl = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+
 export async function openTestStore(options: TestStoreOptions = {}): Promise<TestStore> {
   const defaults = loadConfig({});
   const timeouts = {
     acquireTimeoutMs: options.acquireTimeoutMs ?? defaults.databaseAcquireTimeoutMs,
     statementTimeoutMs: options.statementTimeoutMs ?? defaults.databaseStatementTimeoutMs,
   };
-  const serverUrl = process.env.DATABASE_URL;
+  const serverUrl = options.serverUrl ?? process.env.DATABASE_URL;
   if (!serverUrl) {
     const db = openStore({ ...timeouts, pgliteData: options.empty ? undefined : migratedPglite() });
     await storeOpened(db);

@@ -16,6 +16,8 @@ import * as carCommands from './20261220090000_car_commands.ts';
 import * as pairingCodes from './20261220090100_pairing_codes.ts';
 import * as idempotencyKeys from './20261220100000_idempotency_keys.ts';
 import * as signingKeyStates from './20261225090000_signing_key_states.ts';
+import * as sealedSigningKeys from './20261227090000_sealed_signing_keys.ts';
+import * as brokerCredentials from './20261227100000_broker_credentials.ts';
 
 interface Migration {
   up(db: Knex): Promise<void>;
@@ -36,6 +38,8 @@ const migrations: [name: string, migration: Migration][] = [
   ['20261220090100_pairing_codes', pairingCodes],
   ['20261220100000_idempotency_keys', idempotencyKeys],
   ['20261225090000_signing_key_states', signingKeyStates],
+  ['20261227090000_sealed_signing_keys', sealedSigningKeys],
+  ['20261227100000_broker_credentials', brokerCredentials],
 ];
 
 export const migrationSource: Knex.MigrationSource<[string, Migration]> = {

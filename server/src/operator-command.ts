@@ -1,0 +1,56 @@
+/**
+ * What the operator's commands beside the service share (`rotate-key-encryption-key`,
+ * `sync-broker-credentials`): the settings, the store they work on, and one-line refusals.
+ */
+import { type Config, ConfigError, loadConfig } from './config.ts';
+import { DataDirInUse, lockDataDir } from './store/data-dir-lock.ts';
+import { type Db, embeddedDbDir, migrationConfig, openStore, storeOpened } from './store/db.ts';
+
+/** A mistake the operator fixes: one line, exit 2, no stack. */
+export function refuse(message: string): never {
+  process.stderr.write(`svc: ${message}\n`);
+  process.exit(2);
+}
+
+export function loadConfigOrRefuse(): Config {
+  try {
+    return loadConfig();
+  } catch (error) {
+    if (error instanceof ConfigError) refuse(error.message);
+    throw error;
+  }
+}
+
+/**
+ * The service's store, migrated as this build needs it. The embedded store is one process's: the
+ * command refuses while the service runs on it.
+ */
+export async function openCommandStore(config: Config): Promise<{ db: Db; close(): Promise<void> }> {
+  let lock: ReturnType<typeof lockDataDir> | undefined;
+  if (!config.databaseUrl) {
+    try {
+      lock = lockDataDir(config.dataDir);
+    } catch (error) {
+      if (error instanceof DataDirInUse) refuse(error.message);
+      throw error;
+    }
+  }
+  const db = openStore({
+    databaseUrl: config.databaseUrl,
+    pgliteDir: config.databaseUrl ? undefined : embeddedDbDir(config.dataDir),
+  });
+  await storeOpened(db);
+  const [, pending] = await db.migrate.list(migrationConfig);
+  if (pending.length > 0) {
+    await db.destroy();
+    lock?.release();
+    refuse('the database has migrations of this build still to run: start the service once first');
+  }
+  return {
+    db,
+    async close() {
+      await db.destroy();
+      lock?.release();
+    },
+  };
+}

@@ -1,0 +1,50 @@
+/**
+ * `npm run rotate-key-encryption-key`: re-encrypts every secret the store keeps with
+ * SVC_KEY_ENCRYPTION_KEY, opening what is sealed with SVC_PREVIOUS_KEY_ENCRYPTION_KEY (or, in
+ * embedded mode, DATA_DIR/key-encryption-key). Run it once every replica knows both keys
+ * (docs/operating.md, "Keys at rest"); running it again finds nothing to do.
+ */
+
+import { lockSigningKeys } from './identity/signing-key-repository.ts';
+import { sealSigningKeys } from './identity/signing-keys.ts';
+import {
+  listSecretsNotSealedWith,
+  resealSecret,
+  secretContext,
+} from './mqtt/broker-credential-repository.ts';
+import { loadConfigOrRefuse, openCommandStore, refuse } from './operator-command.ts';
+import { KeyEncryptionError, loadKeyRing } from './store/key-encryption.ts';
+
+async function rotate(): Promise<void> {
+  const config = loadConfigOrRefuse();
+  if (!config.keyEncryptionKey) {
+    refuse(
+      'SVC_KEY_ENCRYPTION_KEY must name the new key-encryption key (openssl rand -base64 32), and SVC_PREVIOUS_KEY_ENCRYPTION_KEY the one it replaces',
+    );
+  }
+  const store = await openCommandStore(config);
+  try {
+    const keyRing = loadKeyRing(config);
+    const signingKeys = await store.db.transaction(async (trx) => {
+      await lockSigningKeys(trx);
+      return sealSigningKeys(trx, keyRing, { reseal: true });
+    });
+    let brokerSecrets = 0;
+    for (const row of await listSecretsNotSealedWith(store.db, keyRing.keyId)) {
+      if (!row.secret) continue;
+      const context = secretContext(row.username);
+      await resealSecret(store.db, row.username, keyRing.seal(keyRing.open(row.secret, context), context));
+      brokerSecrets += 1;
+    }
+    process.stdout.write(
+      `svc: re-encrypted with key-encryption key ${keyRing.keyId}: ${signingKeys} signing keys, ${brokerSecrets} broker secrets. Nothing in the store needs the previous key now: drop SVC_PREVIOUS_KEY_ENCRYPTION_KEY at the next restart, and keep the old key only as long as backups taken before this.\n`,
+    );
+  } catch (error) {
+    if (error instanceof KeyEncryptionError) refuse(error.message);
+    throw error;
+  } finally {
+    await store.close();
+  }
+}
+
+await rotate();
