@@ -92,12 +92,17 @@ export interface RunningApp {
   metricsUrl: string;
   /** Where cars connect: the embedded broker (its real port when MQTT_PORT is 0), or MQTT_URL. */
   mqttUrl: string;
+  /** The embedded broker's TLS listener (its real port when MQTT_TLS_PORT is 0), when it has one. */
+  mqttTlsUrl: string | undefined;
   /** One-time codes for the listed admin emails not yet claimed: for the operator's eyes only. */
   adminCodes: AdminCode[];
 }
 
-/** Which listener: `''` the API, `METRICS` the metrics, `MQTT` the embedded broker. */
-export type Listener = '' | 'METRICS' | 'MQTT';
+/**
+ * Which listener: `''` the API, `METRICS` the metrics, `MQTT` the embedded broker, `MQTT_TLS` its
+ * TLS listener.
+ */
+export type Listener = '' | 'METRICS' | 'MQTT' | 'MQTT_TLS';
 
 /**
  * A listener that could not start, with the prefix of the settings that place it: `''` for the
@@ -146,6 +151,7 @@ export function createApp(config: Config, deps: AppDependencies = {}) {
         url: config.mqttUrl,
         username: config.mqttUsername ?? '',
         password: config.mqttPassword ?? '',
+        ca: config.mqttCa,
         logger,
       })
     : createEmbeddedBroker({
@@ -155,6 +161,7 @@ export function createApp(config: Config, deps: AppDependencies = {}) {
         logger,
         metrics: createBrokerMetrics(metrics.registry),
         queueBound: { messages: config.mqttMaxQueuedMessages, bytes: config.mqttMaxQueuedBytes },
+        tls: config.mqttTls,
       });
   const bridgeHealth = createBridgeHealth(metrics.registry);
   const services = createServices({
@@ -180,7 +187,15 @@ export function createApp(config: Config, deps: AppDependencies = {}) {
     // of this replica, so that it takes back its session (bridge.ts); another replica's differs.
     const clientId = `${username}/bridge-${config.replicaId}`;
     return config.mqttUrl
-      ? { url: config.mqttUrl, username, password, clientId, protocolVersion: 5, shared: true }
+      ? {
+          url: config.mqttUrl,
+          username,
+          password,
+          clientId,
+          protocolVersion: 5,
+          shared: true,
+          ca: config.mqttCa,
+        }
       : { url: mqttUrl, username, password, clientId, protocolVersion: 4 };
   };
   let bridge: Bridge | undefined;
@@ -303,7 +318,8 @@ export function createApp(config: Config, deps: AppDependencies = {}) {
         mqttUrl = await broker.start();
       } catch (error) {
         if (config.mqttUrl) throw error;
-        throw new ListenError('MQTT', error);
+        const tls = (error as { listener?: string } | undefined)?.listener === 'MQTT_TLS';
+        throw new ListenError(tls ? 'MQTT_TLS' : 'MQTT', error);
       }
       // After the migrations, so that what cars report has its tables.
       // Commands wait in SQL until the bridge connects; the sweep expires them meanwhile.
@@ -354,7 +370,7 @@ export function createApp(config: Config, deps: AppDependencies = {}) {
       } catch (error) {
         throw new ListenError('METRICS', error);
       }
-      return { url: listeningUrl, metricsUrl, mqttUrl, adminCodes };
+      return { url: listeningUrl, metricsUrl, mqttUrl, mqttTlsUrl: broker.tlsUrl, adminCodes };
     },
     /**
      * Stops taking connections and lets requests in flight finish for up to the shutdown grace;

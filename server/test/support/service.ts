@@ -41,6 +41,8 @@ export interface TestService {
   metricsUrl: string;
   /** Where cars connect: this service's embedded broker on a free port, or its MQTT_URL. */
   mqttUrl: string;
+  /** This service's embedded broker's TLS listener on a free port, when MQTT_TLS_CERT is given. */
+  mqttTlsUrl: string | undefined;
   config: Config;
   store: TestStore;
   clock: TestClock;
@@ -72,7 +74,14 @@ export async function startTestService(
   // Package files go to a data folder of the test's own; the store is given below.
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'svc-test-data-'));
   const config: Config = {
-    ...loadConfig({ PORT: '0', METRICS_PORT: '0', MQTT_PORT: '0', DATA_DIR: dataDir, ...env }),
+    ...loadConfig({
+      PORT: '0',
+      METRICS_PORT: '0',
+      MQTT_PORT: '0',
+      MQTT_TLS_PORT: '0',
+      DATA_DIR: dataDir,
+      ...env,
+    }),
     validateResponses: true,
   };
   const store =
@@ -97,11 +106,12 @@ export async function startTestService(
     signingKeyCheckMs: options.signingKeyCheckMs,
     ...options.bridge,
   });
-  const { url, metricsUrl, mqttUrl, adminCodes } = await app.start();
+  const { url, metricsUrl, mqttUrl, mqttTlsUrl, adminCodes } = await app.start();
   return {
     url,
     metricsUrl,
     mqttUrl,
+    mqttTlsUrl,
     config,
     store,
     clock,
