@@ -12,7 +12,6 @@ import express from 'express';
 import { routes } from '../../generated/routes.ts';
 import type { AdminCode } from './accounts/admin-codes.ts';
 import type { Passwords } from './accounts/passwords.ts';
-import { countOnlineCars } from './cars/car-report-repository.ts';
 import { type Clock, systemClock } from './clock.ts';
 import { createCommandMetrics } from './commands/command-metrics.ts';
 import type { Config } from './config.ts';
@@ -40,6 +39,7 @@ import { createBridgeHealth } from './mqtt/bridge-health.ts';
 import { createBridgeMetrics } from './mqtt/bridge-metrics.ts';
 import type { ServiceBroker } from './mqtt/broker.ts';
 import { createBrokerMetrics } from './mqtt/broker-metrics.ts';
+import { connectedCarsOfReplica } from './mqtt/connected-cars.ts';
 import { createRedisCredentialStore, createSqlCredentialStore } from './mqtt/credentials.ts';
 import { createEmbeddedBroker } from './mqtt/embedded-broker.ts';
 import { createMosquittoBroker } from './mqtt/mosquitto-dynsec.ts';
@@ -126,7 +126,7 @@ export interface StoppedApp {
 }
 
 export function createApp(config: Config, deps: AppDependencies = {}) {
-  const logger = deps.logger ?? createLogger();
+  const logger = deps.logger ?? createLogger({ level: config.logLevel });
   const clock = deps.clock ?? systemClock;
   const ownsDb = !deps.db;
   const db =
@@ -178,7 +178,14 @@ export function createApp(config: Config, deps: AppDependencies = {}) {
   });
   const contract = JSON.parse(readFileSync(contractPath, 'utf8'));
 
-  const bridgeMetrics = createBridgeMetrics(metrics.registry, () => countOnlineCars(db));
+  const bridgeMetrics = createBridgeMetrics(
+    metrics.registry,
+    connectedCarsOfReplica(
+      config.mqttUrl
+        ? { broker: 'mosquitto', db, replicaId: config.replicaId }
+        : { broker: 'embedded', signedInCars: () => broker.signedInCars?.() ?? 0 },
+    ),
+  );
   /** The bridge signs in to the broker as the service: MQTT 5 shared subscriptions on Mosquitto. */
   const bridgeConnection = (mqttUrl: string): BrokerConnection => {
     if (deps.brokerConnection) return deps.brokerConnection;

@@ -69,6 +69,8 @@ export function createServices(deps: {
     db,
     storeReadiness: createStoreReadiness(db),
     bridgeHealth: deps.bridgeHealth,
+    /** Redis's own check when REDIS_URL is set; otherwise undefined (the SQL table: operations.ts). */
+    keyValueReadiness: deps.credentials.ready?.bind(deps.credentials),
     config,
     tokens,
     failures,

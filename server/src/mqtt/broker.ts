@@ -27,6 +27,8 @@ export interface ServiceBroker {
   start(): Promise<string>;
   /** Once started, where cars connect with TLS: the embedded broker's MQTT_TLS_PORT, if it has one. */
   readonly tlsUrl?: string;
+  /** The cars signed in to this broker just now: the embedded one's, which this process holds. */
+  signedInCars?(): number;
   /** Disconnects every client (embedded) or the service's own (Mosquitto). */
   stop(): Promise<void>;
 }

@@ -10,6 +10,7 @@ import { Redis } from 'ioredis';
 import { UnavailableError } from '../errors.ts';
 import type { Logger } from '../logger.ts';
 import type { Db } from '../store/db.ts';
+import { readinessTimeoutMs, within } from '../store/readiness.ts';
 
 /** A car speaks for itself; a brand connector for every car of its brand. */
 export type BrokerRole = 'car' | 'connector';
@@ -26,6 +27,11 @@ export interface CredentialStore {
   put(username: string, credential: BrokerCredential): Promise<void>;
   /** Whether there was one to delete. */
   delete(username: string): Promise<boolean>;
+  /**
+   * Whether the store answers within about a second (/readyz `checks.key_value_store`); undefined
+   * for the SQL table, which the store's own check covers (see operations.ts).
+   */
+  ready?(): Promise<boolean>;
   close(): Promise<void>;
 }
 
@@ -150,6 +156,13 @@ export function createRedisCredentialStore(url: string, logger: Logger): Credent
     },
     async delete(username) {
       return (await answer(redis.del(mqttAuthKey(username)))) > 0;
+    },
+    async ready() {
+      try {
+        return (await within(readinessTimeoutMs, redis.ping())) === 'PONG';
+      } catch {
+        return false;
+      }
     },
     async close() {
       redis.disconnect();

@@ -332,6 +332,14 @@ export function createEmbeddedBroker(deps: {
     get tlsUrl() {
       return tlsUrl;
     },
+    signedInCars() {
+      let cars = 0;
+      for (const clients of sessions.values()) {
+        const client = clients.values().next().value;
+        if (client && signedIn.get(client)?.principal.role === 'car') cars += 1;
+      }
+      return cars;
+    },
     async stop() {
       const listeners = [server, tlsServer];
       server = undefined;

@@ -94,7 +94,10 @@ export async function startTestService(
   const clock = options.clockRuns ? new TestClock(Date.now(), true) : new TestClock();
   const logs: string[] = [];
   // The service's own logger, writing its lines here instead of to stderr.
-  const logger = createLogger({ destination: { write: (line) => logs.push(line.trimEnd()) } });
+  const logger = createLogger({
+    destination: { write: (line) => logs.push(line.trimEnd()) },
+    level: config.logLevel,
+  });
   const app = createApp(config, {
     db: store.db,
     clock: clock.clock,
