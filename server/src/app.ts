@@ -180,9 +180,11 @@ export function createApp(config: Config, deps: AppDependencies = {}) {
 
   const bridgeMetrics = createBridgeMetrics(
     metrics.registry,
+    // A broker this process does not hold (MQTT_URL, or one given to the bridge) is counted from
+    // the cars' presence in the store.
     connectedCarsOfReplica(
-      config.mqttUrl
-        ? { broker: 'mosquitto', db, replicaId: config.replicaId }
+      config.mqttUrl || deps.brokerConnection
+        ? { broker: 'external', db, replicaId: config.replicaId }
         : { broker: 'embedded', signedInCars: () => broker.signedInCars?.() ?? 0 },
     ),
   );

@@ -25,6 +25,17 @@ describe('config', () => {
     assert.equal(config.mqttMaxQueuedMessages, 1000);
     assert.equal(config.mqttMaxQueuedBytes, 1024 * 1024);
     assert.equal(config.replicaId, 'main');
+    assert.equal(config.logLevel, 'info');
+    assert.equal(config.mqttTls, undefined);
+    assert.equal(config.mqttCa, undefined);
+  });
+
+  test('when MQTT_CA names a file without a PEM block then the setting is refused, naming it', () => {
+    assert.throws(
+      () => loadConfig({ MQTT_CA: new URL(import.meta.url).pathname }),
+      (error: unknown) =>
+        error instanceof ConfigError && /^MQTT_CA names .*, which holds no PEM block/.test(error.message),
+    );
   });
 
   test("when the embedded broker's queue bounds are set then they are read as a count and bytes", () => {

@@ -32,7 +32,8 @@ async function holdsLease(db: Db, replicaId: string): Promise<boolean> {
 export function connectedCarsOfReplica(
   deps:
     | { broker: 'embedded'; signedInCars: () => number }
-    | { broker: 'mosquitto'; db: Db; replicaId: string },
+    /** Mosquitto: a broker outside this process. */
+    | { broker: 'external'; db: Db; replicaId: string },
 ): () => Promise<number> {
   if (deps.broker === 'embedded') return async () => deps.signedInCars();
   return async () => ((await holdsLease(deps.db, deps.replicaId)) ? countOnlineCars(deps.db) : 0);
