@@ -1011,7 +1011,7 @@ export interface paths {
         };
         /**
          * Readiness
-         * @description Ready when the store answers within about a second (on Postgres over a connection of its own, never queued behind requests) and the MQTT bridge is connected and subscribed. When the store answers but the bridge is not (the broker away, or a subscription refused), 200 with `status` `degraded` and `checks.mqtt_bridge` `failing`: the API still serves, and taking every replica out of a load balancer for a broker restart would stop it. 503 when the store does not answer.
+         * @description Whether to send this replica requests, with each component it needs in `checks`. 503 (`not_ready`) when the store or the key-value store does not answer within about a second (each checked over a connection of its own on Postgres and Redis, never queued behind requests): sign-in, cars and provisioning need both. 200 `degraded` when they answer but the MQTT bridge is not connected and subscribed, or its commands' connection is down (the broker away, or a subscription refused): the API still serves and commands wait in the outbox until the broker is back, and taking every replica out of a load balancer for a broker restart would stop it. 200 `ready` when every check is ok.
          */
         get: operations["getReadiness"];
         put?: never;
@@ -2356,17 +2356,18 @@ export interface components {
          *       "status": "ready",
          *       "checks": {
          *         "store": "ok",
+         *         "key_value_store": "ok",
          *         "mqtt_bridge": "ok"
          *       }
          *     }
          */
         Health: {
             /**
-             * @description `ok` (liveness); `ready`: every check ok; `degraded`: the store answers, so the API serves, but the MQTT bridge of this process takes none of the cars' messages; `not_ready`: the store does not answer.
+             * @description `ok` (liveness); `ready`: every check ok; `degraded`: the store and the key-value store answer, so the API serves, but the MQTT bridge of this process takes none of the cars' messages or cannot publish commands (they wait in the outbox); `not_ready`: the store or the key-value store does not answer.
              * @enum {string}
              */
             status: "ok" | "ready" | "degraded" | "not_ready";
-            /** @description Readiness only; each dependency and whether it works: `store` (answers within about a second), `mqtt_bridge` (connected to the broker and subscribed to the cars' topics, and the commands' connection up). */
+            /** @description Readiness only; each dependency and whether it works: `store` (answers within about a second), `key_value_store` (Redis with REDIS_URL, else the store's key-value table, answers within about a second), `mqtt_bridge` (connected to the broker and subscribed to the cars' topics, and the commands' connection up). */
             checks?: {
                 [key: string]: "ok" | "failing";
             };

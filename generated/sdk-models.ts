@@ -251,9 +251,9 @@ export function toDeveloperIdentity(wire: Wire['DeveloperIdentity']): DeveloperI
 
 /** Liveness (`/healthz`) or readiness (`/readyz`) of this process. */
 export interface Health {
-  /** `ok` (liveness); `ready`: every check ok; `degraded`: the store answers, so the API serves, but the MQTT bridge of this process takes none of the cars' messages; `not_ready`: the store does not answer. */
+  /** `ok` (liveness); `ready`: every check ok; `degraded`: the store and the key-value store answer, so the API serves, but the MQTT bridge of this process takes none of the cars' messages or cannot publish commands (they wait in the outbox); `not_ready`: the store or the key-value store does not answer. */
   status: 'ok' | 'ready' | 'degraded' | 'not_ready';
-  /** Readiness only; each dependency and whether it works: `store` (answers within about a second), `mqtt_bridge` (connected to the broker and subscribed to the cars' topics, and the commands' connection up). */
+  /** Readiness only; each dependency and whether it works: `store` (answers within about a second), `key_value_store` (Redis with REDIS_URL, else the store's key-value table, answers within about a second), `mqtt_bridge` (connected to the broker and subscribed to the cars' topics, and the commands' connection up). */
   checks?: { [key: string]: 'ok' | 'failing' };
 }
 

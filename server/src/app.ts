@@ -12,7 +12,6 @@ import express from 'express';
 import { routes } from '../../generated/routes.ts';
 import type { AdminCode } from './accounts/admin-codes.ts';
 import type { Passwords } from './accounts/passwords.ts';
-import { countOnlineCars } from './cars/car-report-repository.ts';
 import { type Clock, systemClock } from './clock.ts';
 import { createCommandMetrics } from './commands/command-metrics.ts';
 import type { Config } from './config.ts';
@@ -41,6 +40,7 @@ import { createBridgeMetrics } from './mqtt/bridge-metrics.ts';
 import type { ServiceBroker } from './mqtt/broker.ts';
 import { syncBrokerCredentials } from './mqtt/broker-credential-sync.ts';
 import { createBrokerMetrics } from './mqtt/broker-metrics.ts';
+import { connectedCarsOfReplica } from './mqtt/connected-cars.ts';
 import { createRedisCredentialStore, createSqlCredentialStore } from './mqtt/credentials.ts';
 import { createEmbeddedBroker } from './mqtt/embedded-broker.ts';
 import { createMosquittoBroker } from './mqtt/mosquitto-dynsec.ts';
@@ -96,12 +96,17 @@ export interface RunningApp {
   metricsUrl: string;
   /** Where cars connect: the embedded broker (its real port when MQTT_PORT is 0), or MQTT_URL. */
   mqttUrl: string;
+  /** The embedded broker's TLS listener (its real port when MQTT_TLS_PORT is 0), when it has one. */
+  mqttTlsUrl: string | undefined;
   /** One-time codes for the listed admin emails not yet claimed: for the operator's eyes only. */
   adminCodes: AdminCode[];
 }
 
-/** Which listener: `''` the API, `METRICS` the metrics, `MQTT` the embedded broker. */
-export type Listener = '' | 'METRICS' | 'MQTT';
+/**
+ * Which listener: `''` the API, `METRICS` the metrics, `MQTT` the embedded broker, `MQTT_TLS` its
+ * TLS listener.
+ */
+export type Listener = '' | 'METRICS' | 'MQTT' | 'MQTT_TLS';
 
 /**
  * A listener that could not start, with the prefix of the settings that place it: `''` for the
@@ -125,7 +130,7 @@ export interface StoppedApp {
 }
 
 export function createApp(config: Config, deps: AppDependencies = {}) {
-  const logger = deps.logger ?? createLogger();
+  const logger = deps.logger ?? createLogger({ level: config.logLevel });
   const clock = deps.clock ?? systemClock;
   // First: a key-encryption key that cannot be had stops start-up before anything opens.
   const keyRing = deps.keyRing ?? loadKeyRing(config);
@@ -152,6 +157,7 @@ export function createApp(config: Config, deps: AppDependencies = {}) {
         url: config.mqttUrl,
         username: config.mqttUsername ?? '',
         password: config.mqttPassword ?? '',
+        ca: config.mqttCa,
         logger,
       })
     : createEmbeddedBroker({
@@ -161,6 +167,7 @@ export function createApp(config: Config, deps: AppDependencies = {}) {
         logger,
         metrics: createBrokerMetrics(metrics.registry),
         queueBound: { messages: config.mqttMaxQueuedMessages, bytes: config.mqttMaxQueuedBytes },
+        tls: config.mqttTls,
       });
   const bridgeHealth = createBridgeHealth(metrics.registry);
   const services = createServices({
@@ -178,7 +185,16 @@ export function createApp(config: Config, deps: AppDependencies = {}) {
   });
   const contract = JSON.parse(readFileSync(contractPath, 'utf8'));
 
-  const bridgeMetrics = createBridgeMetrics(metrics.registry, () => countOnlineCars(db));
+  const bridgeMetrics = createBridgeMetrics(
+    metrics.registry,
+    // A broker this process does not hold (MQTT_URL, or one given to the bridge) is counted from
+    // the cars' presence in the store.
+    connectedCarsOfReplica(
+      config.mqttUrl || deps.brokerConnection
+        ? { broker: 'external', db, replicaId: config.replicaId }
+        : { broker: 'embedded', signedInCars: () => broker.signedInCars?.() ?? 0 },
+    ),
+  );
   /** The bridge signs in to the broker as the service: MQTT 5 shared subscriptions on Mosquitto. */
   const bridgeConnection = (mqttUrl: string): BrokerConnection => {
     if (deps.brokerConnection) return deps.brokerConnection;
@@ -187,7 +203,15 @@ export function createApp(config: Config, deps: AppDependencies = {}) {
     // of this replica, so that it takes back its session (bridge.ts); another replica's differs.
     const clientId = `${username}/bridge-${config.replicaId}`;
     return config.mqttUrl
-      ? { url: config.mqttUrl, username, password, clientId, protocolVersion: 5, shared: true }
+      ? {
+          url: config.mqttUrl,
+          username,
+          password,
+          clientId,
+          protocolVersion: 5,
+          shared: true,
+          ca: config.mqttCa,
+        }
       : { url: mqttUrl, username, password, clientId, protocolVersion: 4 };
   };
   let bridge: Bridge | undefined;
@@ -312,7 +336,8 @@ export function createApp(config: Config, deps: AppDependencies = {}) {
         mqttUrl = await broker.start();
       } catch (error) {
         if (config.mqttUrl) throw error;
-        throw new ListenError('MQTT', error);
+        const tls = (error as { listener?: string } | undefined)?.listener === 'MQTT_TLS';
+        throw new ListenError(tls ? 'MQTT_TLS' : 'MQTT', error);
       }
       // The key-value store and the broker are rebuilt from SQL (after a restore, a new Redis or
       // a new Mosquitto). A failure leaves what they hold; the operator's command tries again.
@@ -372,7 +397,7 @@ export function createApp(config: Config, deps: AppDependencies = {}) {
       } catch (error) {
         throw new ListenError('METRICS', error);
       }
-      return { url: listeningUrl, metricsUrl, mqttUrl, adminCodes };
+      return { url: listeningUrl, metricsUrl, mqttUrl, mqttTlsUrl: broker.tlsUrl, adminCodes };
     },
     /**
      * Stops taking connections and lets requests in flight finish for up to the shutdown grace;

@@ -2,7 +2,9 @@
  * The service's settings, one place: each has its environment variable, default and check.
  * A bad value stops start-up with a message naming the variable.
  */
+import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
+import { createSecureContext } from 'node:tls';
 import contract from '../../generated/openapi.json' with { type: 'json' };
 
 export type SignupMode = 'open' | 'closed';
@@ -15,6 +17,17 @@ export interface PackageBucket {
   region: string;
   /** `host/bucket/key` instead of `bucket.host/key`, as MinIO-style servers want. */
   forcePathStyle: boolean;
+}
+
+/** pino's levels, quietest last. */
+export const logLevels = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'] as const;
+export type LogLevel = (typeof logLevels)[number];
+
+/** The embedded broker's TLS listener: where, and the PEM certificate chain and key it shows. */
+export interface MqttTls {
+  port: number;
+  cert: Buffer;
+  key: Buffer;
 }
 
 export interface Config {
@@ -89,6 +102,16 @@ export interface Config {
   /** The embedded broker's port (on HOST), when `mqttUrl` is unset. */
   mqttPort: number;
   /**
+   * The embedded broker's TLS listener (MQTT_TLS_PORT, MQTT_TLS_CERT, MQTT_TLS_KEY), beside the
+   * plain one; unset without a certificate.
+   */
+  mqttTls: MqttTls | undefined;
+  /**
+   * The certificate authorities (PEM, MQTT_CA) that MQTT_URL's broker must be signed by, with
+   * `mqtts://`; unset means the system's.
+   */
+  mqttCa: Buffer | undefined;
+  /**
    * What the embedded broker queues for one car or connector that keeps its session
    * (`clean: false`): QoS 1 messages not yet acknowledged, while it is away or behind. A message
    * past either bound is dropped (as Mosquitto's `max_queued_messages`/`max_queued_bytes` do).
@@ -126,6 +149,8 @@ export interface Config {
   keyEncryptionKey: Buffer | undefined;
   /** The key-encryption key before a rotation: still read, never written with. */
   previousKeyEncryptionKey: Buffer | undefined;
+  /** The least severe log lines written (LOG_LEVEL, pino's levels); health probes are `debug`. */
+  logLevel: LogLevel;
 }
 
 export class ConfigError extends Error {
@@ -277,6 +302,47 @@ function brokerUrl(env: Env): string | undefined {
     );
   }
   return raw;
+}
+
+/** A PEM file named by `name`, read now, so that a wrong path stops start-up naming the setting. */
+function pemFile(env: Env, name: string): Buffer | undefined {
+  const path = env[name]?.trim();
+  if (!path) return undefined;
+  let content: Buffer;
+  try {
+    content = readFileSync(path);
+  } catch (error) {
+    const reason = (error as NodeJS.ErrnoException).code ?? String(error);
+    throw new ConfigError(
+      `${name} names ${path}, which cannot be read (${reason}): set ${name} to a PEM file this user may read`,
+    );
+  }
+  if (!content.includes('-----BEGIN ')) {
+    throw new ConfigError(
+      `${name} names ${path}, which holds no PEM block (-----BEGIN …): set ${name} to a PEM file`,
+    );
+  }
+  return content;
+}
+
+/** Both files or neither; a key that is not the certificate's is a mistake found now, not at a car's first connect. */
+function mqttTls(env: Env): MqttTls | undefined {
+  const cert = pemFile(env, 'MQTT_TLS_CERT');
+  const key = pemFile(env, 'MQTT_TLS_KEY');
+  if (!cert && !key) return undefined;
+  if (!cert || !key) {
+    throw new ConfigError(
+      `${cert ? 'MQTT_TLS_CERT' : 'MQTT_TLS_KEY'} is set without ${cert ? 'MQTT_TLS_KEY' : 'MQTT_TLS_CERT'}: the embedded broker's TLS listener needs both PEM files, or neither`,
+    );
+  }
+  try {
+    createSecureContext({ cert, key });
+  } catch (error) {
+    throw new ConfigError(
+      `MQTT_TLS_CERT and MQTT_TLS_KEY do not make a TLS identity (${(error as Error).message}): set them to a certificate and its own private key`,
+    );
+  }
+  return { port: port(env, 'MQTT_TLS_PORT', 8883), cert, key };
 }
 
 /** Part of an MQTT client id: no `/`, `+`, `#` or spaces, and short enough to read in a log. */
@@ -453,6 +519,8 @@ export function loadConfig(env: Env = process.env): Config {
     jsonLimitBytes: 1024 * 1024,
     validateResponses: false,
     mqttPort: port(env, 'MQTT_PORT', 1883),
+    mqttTls: mqttTls(env),
+    mqttCa: pemFile(env, 'MQTT_CA'),
     mqttMaxQueuedMessages: count(env, 'MQTT_MAX_QUEUED_MESSAGES', 1000),
     mqttMaxQueuedBytes: byteCount(env, 'MQTT_MAX_QUEUED_BYTES', 1024 * 1024, '1048576'),
     mqttUrl: brokerUrl(env),
@@ -463,5 +531,6 @@ export function loadConfig(env: Env = process.env): Config {
     corsOrigins: originList(env, 'SVC_CORS_ORIGINS'),
     keyEncryptionKey,
     previousKeyEncryptionKey: encryptionKey(env, 'SVC_PREVIOUS_KEY_ENCRYPTION_KEY'),
+    logLevel: oneOf(env, 'LOG_LEVEL', logLevels, 'info'),
   };
 }

@@ -53,13 +53,16 @@ function placeOf(config: Config, prefix: Listener): Place {
     '': config.port,
     METRICS: config.metricsPort,
     MQTT: config.mqttPort,
+    MQTT_TLS: config.mqttTls?.port ?? 0,
   };
   return {
     prefix,
     // The broker listens on the API's host; metrics on a host of their own.
     host: prefix === 'METRICS' ? config.metricsHost : config.host,
     port: ports[prefix],
-    otherPorts: Object.entries(ports).flatMap(([other, port]) => (other === prefix ? [] : [port])),
+    otherPorts: Object.entries(ports).flatMap(([other, port]) =>
+      other === prefix || port === 0 ? [] : [port],
+    ),
   };
 }
 
@@ -74,7 +77,7 @@ function portTaken({ prefix, host, port, otherPorts }: Place, error: unknown): s
     while (otherPorts.includes(next)) next += 1;
     // A broker already on that port may be the one meant: MQTT_URL makes the service use it.
     const orExternal =
-      prefix === 'MQTT'
+      prefix === 'MQTT' || prefix === 'MQTT_TLS'
         ? ' To use a broker that runs already, set MQTT_URL (with MQTT_USERNAME and MQTT_PASSWORD).'
         : '';
     return `${PORT} ${port} is taken on ${host} (another program, perhaps another svc, listens there): set ${PORT} to a free port, such as ${PORT}=${next} npm start, or ${PORT}=0 for any.${orExternal}`;
@@ -99,7 +102,9 @@ async function probe(place: Place): Promise<string | undefined> {
 
 /** Every listener of the service that cannot start, each in a line: an operator fixes them all at once. */
 async function listenerProblems(config: Config): Promise<string[]> {
-  const prefixes: Listener[] = config.mqttUrl ? ['', 'METRICS'] : ['', 'METRICS', 'MQTT'];
+  const prefixes: Listener[] = config.mqttUrl
+    ? ['', 'METRICS']
+    : ['', 'METRICS', 'MQTT', ...(config.mqttTls ? (['MQTT_TLS'] as const) : [])];
   const problems = await Promise.all(prefixes.map((prefix) => probe(placeOf(config, prefix))));
   return problems.filter((problem) => problem !== undefined);
 }
@@ -173,7 +178,7 @@ async function main(): Promise<void> {
     lock?.release();
     refuse(...taken);
   }
-  const logger = createLogger();
+  const logger = createLogger({ level: config.logLevel });
   let service: ReturnType<typeof createApp>;
   try {
     service = createApp(config, { logger, docsDir });
@@ -212,7 +217,7 @@ async function main(): Promise<void> {
     }
     process.exit(1);
   }
-  const { url, metricsUrl, mqttUrl, adminCodes } = started;
+  const { url, metricsUrl, mqttUrl, mqttTlsUrl, adminCodes } = started;
   const publicUrl = config.publicUrl ?? url;
   const store = describeStore({
     databaseUrl: config.databaseUrl,
@@ -228,6 +233,7 @@ async function main(): Promise<void> {
       `  data      ${config.databaseUrl ? store : config.dataDir} (${store.split(' ')[0]})`,
       `  metrics   ${metricsUrl} (for Prometheus; not on the public port)`,
       `  MQTT      ${mqttUrl} (${config.mqttUrl ? 'MQTT_URL, managed through dynamic security' : 'the embedded broker'})`,
+      ...(mqttTlsUrl ? [`  MQTT TLS  ${mqttTlsUrl} (the embedded broker, MQTT_TLS_CERT)`] : []),
       ...adminCodeLines(publicUrl, adminCodes),
       `Stop with Ctrl-C.`,
       '',

@@ -75,6 +75,8 @@ export function createServices(deps: {
     storeReadiness: createStoreReadiness(db),
     packages,
     bridgeHealth: deps.bridgeHealth,
+    /** Redis's own check when REDIS_URL is set; otherwise undefined (the SQL table: operations.ts). */
+    keyValueReadiness: deps.credentials.ready?.bind(deps.credentials),
     config,
     tokens,
     failures,

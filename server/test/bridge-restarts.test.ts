@@ -191,7 +191,10 @@ describe('when one of two replicas restarts mid-stream, then the broker (persist
     for (const [index, replica] of replicas.entries()) {
       assert.deepEqual(
         await bridgeState(replica),
-        { readiness: { status: 'ready', checks: { store: 'ok', mqtt_bridge: 'ok' } }, subscribed: 1 },
+        {
+          readiness: { status: 'ready', checks: { store: 'ok', key_value_store: 'ok', mqtt_bridge: 'ok' } },
+          subscribed: 1,
+        },
         `replica ${index + 1}`,
       );
     }

@@ -154,7 +154,7 @@ describe('when Mosquitto is killed and started again while cars publish', () => 
     );
     assert.deepEqual((await call(service.url, 'GET', '/readyz')).body, {
       status: 'ready',
-      checks: { store: 'ok', mqtt_bridge: 'ok' },
+      checks: { store: 'ok', key_value_store: 'ok', mqtt_bridge: 'ok' },
     });
     const scrape = await metrics();
     assert.equal(sample(scrape, 'svc_mqtt_bridge_subscribed'), 1);

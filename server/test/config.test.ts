@@ -26,6 +26,9 @@ describe('config', () => {
     assert.equal(config.mqttMaxQueuedBytes, 1024 * 1024);
     assert.equal(config.replicaId, 'main');
     assert.equal(config.packageBucket, undefined);
+    assert.equal(config.logLevel, 'info');
+    assert.equal(config.mqttTls, undefined);
+    assert.equal(config.mqttCa, undefined);
   });
 
   test('when S3_BUCKET is set then packages go to that bucket, with the region and addressing given or their defaults', () => {
@@ -47,6 +50,14 @@ describe('config', () => {
       region: 'eu-central-1',
       forcePathStyle: true,
     });
+  });
+
+  test('when MQTT_CA names a file without a PEM block then the setting is refused, naming it', () => {
+    assert.throws(
+      () => loadConfig({ MQTT_CA: new URL(import.meta.url).pathname }),
+      (error: unknown) =>
+        error instanceof ConfigError && /^MQTT_CA names .*, which holds no PEM block/.test(error.message),
+    );
   });
 
   test("when the embedded broker's queue bounds are set then they are read as a count and bytes", () => {

@@ -155,7 +155,7 @@ describe('the HTTP surface', () => {
     assert.deepEqual((await call(url, 'GET', '/healthz')).body, { status: 'ok' });
     assert.deepEqual((await call(url, 'GET', '/readyz')).body, {
       status: 'ready',
-      checks: { store: 'ok', mqtt_bridge: 'ok' },
+      checks: { store: 'ok', key_value_store: 'ok', mqtt_bridge: 'ok' },
     });
   });
 

@@ -12,7 +12,7 @@ test('when the store stops answering then /readyz is 503 naming it, while /healt
     assert.equal(readiness.status, 503);
     assert.deepEqual(readiness.body, {
       status: 'not_ready',
-      checks: { store: 'failing', mqtt_bridge: 'ok' },
+      checks: { store: 'failing', key_value_store: 'failing', mqtt_bridge: 'ok' },
     });
     assert.equal((await call(service.url, 'GET', '/healthz')).status, 200);
   } finally {

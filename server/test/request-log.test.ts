@@ -54,18 +54,18 @@ describe('the request log', () => {
   });
 
   test('when no request id is given, or a hostile one, then one is made and sent back', async () => {
-    const plain = await call(service.url, 'GET', '/healthz');
+    const plain = await call(service.url, 'GET', '/api/v1/mini-apps/limits');
     const made = String(plain.headers['x-request-id']);
     assert.match(made, /^[0-9a-f-]{36}$/);
     assert.equal(requestLines(made).length, 1);
-    assert.equal(requestLines(made)[0]?.route, '/healthz');
+    assert.equal(requestLines(made)[0]?.route, '/api/v1/mini-apps/limits');
 
-    const hostile = await call(service.url, 'GET', '/healthz', {
+    const hostile = await call(service.url, 'GET', '/api/v1/mini-apps/limits', {
       headers: { 'x-request-id': `x"}{"level":"error","message":"forged${'a'.repeat(200)}` },
     });
     const replaced = String(hostile.headers['x-request-id']);
     assert.match(replaced, /^[0-9a-f-]{36}$/, 'a hostile id is not echoed');
-    const deviceLike = await call(service.url, 'GET', '/healthz', {
+    const deviceLike = await call(service.url, 'GET', '/api/v1/mini-apps/limits', {
       headers: { 'x-request-id': 'brand_a:1HGCM82633A004352' },
     });
     assert.match(

@@ -69,7 +69,7 @@ describe.skipIf(needsPostgres)(
         assert.equal(readiness.status, 503);
         assert.deepEqual(readiness.body, {
           status: 'not_ready',
-          checks: { store: 'failing', mqtt_bridge: 'ok' },
+          checks: { store: 'failing', key_value_store: 'failing', mqtt_bridge: 'ok' },
         });
 
         const logged = logsSince(service, from);

@@ -23,13 +23,20 @@ const serverUnavailable = 3;
  * broker gives, and proves an MQTT broker listens there. Throws a SimulatorError saying what is
  * wrong otherwise.
  */
-export async function checkBroker(mqttUrl: string, timeoutMs: number): Promise<BrokerAnswer> {
+export async function checkBroker(mqttUrl: string, timeoutMs: number, ca?: Buffer): Promise<BrokerAnswer> {
   // A client id of its own: taking a car's would throw that car off the broker.
   const clientId = `svc-car-sim-check-${randomBytes(6).toString('hex')}`;
   try {
     const client = await mqtt.connectAsync(
       mqttUrl,
-      { clientId, clean: true, protocolVersion: 4, connectTimeout: timeoutMs, reconnectPeriod: 0 },
+      {
+        clientId,
+        clean: true,
+        protocolVersion: 4,
+        connectTimeout: timeoutMs,
+        reconnectPeriod: 0,
+        ...(ca ? { ca } : {}),
+      },
       false,
     );
     await client.endAsync(true);
@@ -50,6 +57,12 @@ function describeCheckError(error: unknown, mqttUrl: string): SimulatorError {
   if (typeof code === 'number') {
     return new SimulatorError(
       `the broker at ${mqttUrl} refused to connect (MQTT return code ${code}): is --mqtt-url the MQTT address npm start printed?`,
+    );
+  }
+  // Node's codes for a certificate it does not trust (SELF_SIGNED_CERT_IN_CHAIN, UNABLE_TO_VERIFY_LEAF_SIGNATURE, …).
+  if (typeof code === 'string' && /CERT|SELF_SIGNED|UNABLE_TO_VERIFY/.test(code)) {
+    return new SimulatorError(
+      `the broker at ${mqttUrl} shows a certificate this machine does not trust (${code}): pass the CA that signed it with --ca FILE`,
     );
   }
   const unreachable = describeUnreachable(error, mqttUrl);

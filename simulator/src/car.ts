@@ -34,6 +34,8 @@ export interface InstalledApp {
 
 export interface CarOptions {
   mqttUrl: string;
+  /** The certificate authorities (PEM) an `mqtts://` broker must be signed by; default the system's. */
+  ca?: Buffer;
   credential: CarCredential;
   statusEveryMs: number;
   telemetryEveryMs: number;
@@ -152,6 +154,7 @@ export class SimulatedCar {
           password: credential.password,
           clean: true,
           protocolVersion: 4,
+          ...(this.options.ca ? { ca: this.options.ca } : {}),
           will: this.will(),
           connectTimeout: this.options.connectTimeoutMs,
           reconnectPeriod: this.options.reconnectPeriodMs,

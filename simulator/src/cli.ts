@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 /** `svc-car-sim`: flags → cars → a running fleet until Ctrl-C. Exit 0 when stopped, 1 when it failed, 2 on bad flags. */
 import { parseArgs } from 'node:util';
 import { type Brand, brands, isBrand } from '@svc/sdk';
@@ -51,6 +52,7 @@ Cars:
 
 Broker and rates:
   --mqtt-url URL           the broker: the MQTT line npm start printed (default $SVC_MQTT_URL, else ${defaultMqttUrl})
+  --ca FILE                the CA certificate (PEM) an mqtts:// broker is signed by (default $SVC_MQTT_CA, else the system's)
   --status-every DURATION  status report period (default ${formatDuration(defaultStatusEvery)}), e.g. 500ms, 2s, 1m
   --telemetry-every DURATION
                            telemetry period (default ${formatDuration(defaultTelemetryEvery)})
@@ -73,6 +75,7 @@ const flags = {
   brand: { type: 'string' },
   'save-credentials': { type: 'string' },
   'mqtt-url': { type: 'string' },
+  ca: { type: 'string' },
   'status-every': { type: 'string' },
   'telemetry-every': { type: 'string' },
   help: { type: 'boolean', short: 'h' },
@@ -218,6 +221,25 @@ function noCarStarted(source: CarSource, broker: string): string {
   return `no car could start: the broker at ${broker} refused every car of ${source.path}: give them new passwords (above), or provision new cars with --cars N`;
 }
 
+/** The CA file's PEM, read now: a wrong path is the user's mistake, said before any car starts. */
+function caFile(path: string | undefined, from: string): Buffer | undefined {
+  if (path === undefined) return undefined;
+  let pem: Buffer;
+  try {
+    pem = readFileSync(path);
+  } catch (error) {
+    throw new UsageError(
+      `${from} names ${path}, which cannot be read (${(error as NodeJS.ErrnoException).code ?? error})`,
+    );
+  }
+  if (!pem.includes('-----BEGIN CERTIFICATE-----')) {
+    throw new UsageError(
+      `${from} names ${path}, which holds no PEM certificate (-----BEGIN CERTIFICATE-----)`,
+    );
+  }
+  return pem;
+}
+
 async function run(argv: readonly string[], context: CliContext): Promise<void> {
   const values = parseFlags(argv);
   if (values.help) {
@@ -227,8 +249,12 @@ async function run(argv: readonly string[], context: CliContext): Promise<void> 
   const statusEveryMs = duration(values['status-every'], '--status-every', defaultStatusEvery);
   const telemetryEveryMs = duration(values['telemetry-every'], '--telemetry-every', defaultTelemetryEvery);
   const broker = mqttUrl(values['mqtt-url'] ?? (context.env.SVC_MQTT_URL || undefined));
+  const ca = caFile(
+    values.ca ?? (context.env.SVC_MQTT_CA || undefined),
+    values.ca === undefined ? 'SVC_MQTT_CA' : '--ca',
+  );
   const source = await chooseCars(values, context);
-  const answer = await checkBroker(broker, connectTimeoutMs);
+  const answer = await checkBroker(broker, connectTimeoutMs, ca);
   if (answer.anonymousAccepted) {
     context.stderr.write(
       `warning: the broker at ${broker} let in a client without a password, which the service's own broker never does: is it another broker (a system Mosquitto)? Use the MQTT address npm start printed\n`,
@@ -240,6 +266,7 @@ async function run(argv: readonly string[], context: CliContext): Promise<void> 
   let leftOut = 0;
   const simulator = await startSimulator({
     mqttUrl: broker,
+    ca,
     cars,
     statusEveryMs,
     telemetryEveryMs,

@@ -11,6 +11,8 @@ export interface TextSink {
 export interface SimulatorOptions {
   /** Default `mqtt://127.0.0.1:1883`, the service's embedded broker. */
   mqttUrl?: string;
+  /** The certificate authorities (PEM) an `mqtts://` broker must be signed by; default the system's. */
+  ca?: Buffer;
   cars: readonly CarCredential[];
   /** Default 10 s. */
   statusEveryMs?: number;
@@ -82,6 +84,7 @@ export async function startSimulator(options: SimulatorOptions): Promise<Simulat
       try {
         started[index] = await SimulatedCar.start({
           mqttUrl: options.mqttUrl ?? defaultMqttUrl,
+          ca: options.ca,
           credential,
           statusEveryMs: options.statusEveryMs ?? 10_000,
           telemetryEveryMs: options.telemetryEveryMs ?? 1000,

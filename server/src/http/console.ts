@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import express, { type Router } from 'express';
 import { ProblemError } from './problem.ts';
+import { setRouteTemplate } from './request-log.ts';
 
 export const consolePath = '/console';
 
@@ -52,6 +53,12 @@ const pagePattern = /^\/console(?:\/[^.]*)?$/;
 export function consoleRouter(consoleDir: string = defaultConsoleDir): Router {
   const router = express.Router();
   let loaded: { mtimeMs: number; html: string } | undefined;
+  // Counted and logged under two routes of their own (svc_http_requests_total), not `unmatched`:
+  // the pages, and the hashed scripts and styles.
+  router.use(consolePath, (req, res, next) => {
+    setRouteTemplate(res, req.path.startsWith('/assets/') ? `${consolePath}/assets/*` : `${consolePath}/*`);
+    next();
+  });
   router.get(pagePattern, (_req, res) => {
     const page = join(consoleDir, 'index.html');
     if (!existsSync(page)) {

@@ -16,6 +16,9 @@ import type { Logger } from '../logger.ts';
  */
 const acceptedRequestId = /^[A-Za-z0-9._-]{1,128}$/;
 
+/** Liveness and readiness, asked by machines every few seconds. */
+const probeRoutes: ReadonlySet<string> = new Set(['/healthz', '/readyz']);
+
 /** The operation's path as the contract writes it (`/api/v1/cars/{device_id}/status`), set by bindHandlers. */
 export function setRouteTemplate(res: Response, template: string): void {
   res.locals.route = template;
@@ -48,7 +51,9 @@ export function requestLog(logger: Logger) {
     quietResLogger: true,
     customAttributeKeys: { reqId: 'request_id', responseTime: 'duration_ms' },
     // The line says what happened; errors are logged where they are understood (problemMiddleware).
-    customLogLevel: () => 'info',
+    // Health probes come every few seconds from each load balancer and orchestrator: at `debug`,
+    // so that LOG_LEVEL=info (the default) keeps the log to what people and cars did.
+    customLogLevel: (req, res) => (probeRoutes.has(routeTemplate(req, res)) ? 'debug' : 'info'),
     customSuccessMessage: () => 'request',
     customErrorMessage: () => 'request',
     wrapSerializers: false,

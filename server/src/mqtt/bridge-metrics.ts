@@ -13,7 +13,7 @@ export interface BridgeMetrics {
 
 export function createBridgeMetrics(
   registry: Registry,
-  /** Cars whose presence says online, from the store, so every replica tells the same number. */
+  /** This replica's share of the connected cars, so that a sum over replicas is the fleet (connected-cars.ts). */
   connectedCars: () => Promise<number>,
 ): BridgeMetrics {
   const messages = new Counter({
@@ -30,7 +30,7 @@ export function createBridgeMetrics(
   });
   new Gauge({
     name: 'svc_mqtt_connected_cars',
-    help: 'Cars whose last presence message says online (the same for every replica: read from the store).',
+    help: "Cars connected, this replica's share: a sum over the replicas is the fleet's number. Embedded broker: the cars signed in to this replica's broker; Mosquitto: the cars whose presence says online, reported by one replica at a time (the others say 0).",
     registers: [registry],
     async collect() {
       // A store that cannot answer leaves the last value rather than failing the whole scrape.

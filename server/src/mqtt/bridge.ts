@@ -68,6 +68,8 @@ export interface BrokerConnection {
    * `<username>/bridge-main`, for a service of one replica.
    */
   clientId?: string;
+  /** The certificate authorities the broker's certificate must chain to (`mqtts://`, MQTT_CA). */
+  ca?: Buffer;
 }
 
 /** What the bridge tells the commands (command-service.ts, command-outbox.ts). */
@@ -349,6 +351,7 @@ export function createBridge(deps: BridgeDependencies) {
       // The embedded broker takes the service's clients under its user name and `/`.
       clientId: `${clientId}/commands`,
       protocolVersion: connection.protocolVersion ?? 4,
+      ...(connection.ca ? { ca: connection.ca } : {}),
       clean: true,
       reconnectPeriod: 1000,
     });
@@ -406,6 +409,7 @@ export function createBridge(deps: BridgeDependencies) {
       password: connection.password,
       clientId,
       protocolVersion: connection.protocolVersion ?? 4,
+      ...(connection.ca ? { ca: connection.ca } : {}),
       // A session of its own, so that QoS 1 messages wait for the bridge while it reconnects.
       clean: false,
       ...(connection.protocolVersion === 5

@@ -4,7 +4,13 @@ import type { QueueLimit } from './broker-sessions.ts';
 import type { PacketRefusal } from './packet-size-guard.ts';
 
 /** Why the broker turned a connection away: a bounded set, so each is a metric label. */
-export type ConnectionRefusal = PacketRefusal | 'credential' | 'client_id' | 'store_unavailable';
+export type ConnectionRefusal =
+  | PacketRefusal
+  | 'credential'
+  | 'client_id'
+  | 'store_unavailable'
+  /** A TLS handshake that failed: a client that does not trust the certificate, or speaks plain MQTT. */
+  | 'tls_handshake';
 
 export interface BrokerMetrics {
   refused(reason: ConnectionRefusal): void;
@@ -15,7 +21,7 @@ export interface BrokerMetrics {
 export function createBrokerMetrics(registry: Registry): BrokerMetrics {
   const refusals = new Counter({
     name: 'svc_mqtt_connections_refused_total',
-    help: 'Connections the embedded broker refused or closed, by reason (credential, client_id, store_unavailable, packet_too_large, malformed_packet).',
+    help: 'Connections the embedded broker refused or closed, by reason (credential, client_id, store_unavailable, packet_too_large, malformed_packet, tls_handshake).',
     labelNames: ['reason'] as const,
     registers: [registry],
   });

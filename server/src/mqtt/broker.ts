@@ -25,6 +25,10 @@ export interface ServiceBroker {
   serviceCredential: BrokerSignIn;
   /** Listens (embedded) or signs in (Mosquitto); resolves with the URL cars connect to. */
   start(): Promise<string>;
+  /** Once started, where cars connect with TLS: the embedded broker's MQTT_TLS_PORT, if it has one. */
+  readonly tlsUrl?: string;
+  /** The cars signed in to this broker just now: the embedded one's, which this process holds. */
+  signedInCars?(): number;
   /** Disconnects every client (embedded) or the service's own (Mosquitto). */
   stop(): Promise<void>;
 }

@@ -10,6 +10,7 @@ import { Redis } from 'ioredis';
 import { UnavailableError } from '../errors.ts';
 import type { Logger } from '../logger.ts';
 import type { Db } from '../store/db.ts';
+import { readinessTimeoutMs, within } from '../store/readiness.ts';
 
 /** A car speaks for itself; a brand connector for every car of its brand. */
 export type BrokerRole = 'car' | 'connector';
@@ -28,6 +29,11 @@ export interface CredentialStore {
   delete(username: string): Promise<boolean>;
   /** The user names it holds a credential for (what a sync compares with SQL). */
   usernames(): Promise<string[]>;
+  /**
+   * Whether the store answers within about a second (/readyz `checks.key_value_store`); undefined
+   * for the SQL table, which the store's own check covers (see operations.ts).
+   */
+  ready?(): Promise<boolean>;
   close(): Promise<void>;
 }
 
@@ -170,6 +176,13 @@ export function createRedisCredentialStore(url: string, logger: Logger): Credent
         names.push(...keys.map((key) => key.slice(mqttAuthPrefix.length)));
       } while (cursor !== '0');
       return names;
+    },
+    async ready() {
+      try {
+        return (await within(readinessTimeoutMs, redis.ping())) === 'PONG';
+      } catch {
+        return false;
+      }
     },
     async close() {
       redis.disconnect();

@@ -14,6 +14,7 @@
  */
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { createServer, type Server, type Socket } from 'node:net';
+import { createServer as createTlsServer } from 'node:tls';
 import { redactDeviceId, validateDeviceId } from '@svc/sdk';
 import { Aedes, type AuthenticateError, type Client } from 'aedes';
 import type { Logger } from '../logger.ts';
@@ -97,6 +98,19 @@ function isServiceClient(clientId: string): boolean {
  */
 const serviceQueueBound: QueueBound = { messages: 100_000, bytes: 256 * 1024 * 1024 };
 
+/** Listens on `port` of `host`; the URL clients reach it at (its real port when `port` is 0). */
+async function listen(server: Server, port: number, host: string, scheme: 'mqtt' | 'mqtts'): Promise<string> {
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject).listen(port, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const address = server.address();
+  const real = typeof address === 'object' && address ? address.port : port;
+  return `${scheme}://${host.includes(':') ? `[${host}]` : host}:${real}`;
+}
+
 export function createEmbeddedBroker(deps: {
   credentials: CredentialStore;
   host: string;
@@ -105,6 +119,8 @@ export function createEmbeddedBroker(deps: {
   metrics: BrokerMetrics;
   /** What is queued for a car or a connector that keeps its session (MQTT_MAX_QUEUED_*). */
   queueBound: QueueBound;
+  /** A second listener, with TLS (MQTT_TLS_*), on the same host; the same sign-in and table. */
+  tls?: { port: number; cert: Buffer; key: Buffer };
 }): ServiceBroker {
   const { credentials, logger, metrics } = deps;
   const serviceCredential = { username: serviceUsername, password: randomBytes(24).toString('base64url') };
@@ -118,6 +134,8 @@ export function createEmbeddedBroker(deps: {
   const sessions = new Map<string, Set<Client>>();
   let aedes: Aedes | undefined;
   let server: Server | undefined;
+  let tlsServer: Server | undefined;
+  let tlsUrl: string | undefined;
   /** The raw connections, so that stopping never waits on a client that does not leave. */
   const connections = new Set<Socket>();
 
@@ -283,7 +301,8 @@ export function createEmbeddedBroker(deps: {
         },
       });
       const handle = aedes.handle;
-      const listening = createServer((socket: Socket) => {
+      /** One connection, plain or TLS: bounded in packet size before aedes reads it. */
+      const take = (socket: Socket) => {
         connections.add(socket);
         socket.once('close', () => connections.delete(socket));
         const guarded = guardPacketSize(socket, maxPacketBytes, (refusal) => {
@@ -296,25 +315,45 @@ export function createEmbeddedBroker(deps: {
           });
         });
         handle(guarded);
-      });
+      };
+      const listening = createServer(take);
       server = listening;
-      await new Promise<void>((resolve, reject) => {
-        listening.once('error', reject).listen(deps.port, deps.host, () => {
-          listening.off('error', reject);
-          resolve();
-        });
-      });
-      const address = listening.address();
-      const port = typeof address === 'object' && address ? address.port : deps.port;
-      const host = deps.host.includes(':') ? `[${deps.host}]` : deps.host;
-      return `mqtt://${host}:${port}`;
+      const url = await listen(listening, deps.port, deps.host, 'mqtt');
+      if (deps.tls) {
+        const secure = createTlsServer({ cert: deps.tls.cert, key: deps.tls.key }, take);
+        // A handshake refused (a client that does not trust the certificate, or speaks plain MQTT
+        // here) is the client's affair: counted, never an error of the broker's.
+        secure.on('tlsClientError', () => metrics.refused('tls_handshake'));
+        tlsServer = secure;
+        try {
+          tlsUrl = await listen(secure, deps.tls.port, deps.host, 'mqtts');
+        } catch (error) {
+          throw Object.assign(error as Error, { listener: 'MQTT_TLS' });
+        }
+      }
+      return url;
+    },
+    get tlsUrl() {
+      return tlsUrl;
+    },
+    signedInCars() {
+      let cars = 0;
+      for (const clients of sessions.values()) {
+        const client = clients.values().next().value;
+        if (client && signedIn.get(client)?.principal.role === 'car') cars += 1;
+      }
+      return cars;
     },
     async stop() {
-      const listening = server;
+      const listeners = [server, tlsServer];
       server = undefined;
-      const closed = listening?.listening
-        ? new Promise<void>((resolve) => listening.close(() => resolve()))
-        : Promise.resolve();
+      tlsServer = undefined;
+      tlsUrl = undefined;
+      const closed = Promise.all(
+        listeners.map((listening) =>
+          listening?.listening ? new Promise<void>((resolve) => listening.close(() => resolve())) : undefined,
+        ),
+      );
       const broker = aedes;
       aedes = undefined;
       if (broker) await new Promise<void>((resolve) => broker.close(() => resolve()));

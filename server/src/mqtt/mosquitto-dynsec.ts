@@ -108,6 +108,8 @@ export function createMosquittoBroker(deps: {
   url: string;
   username: string;
   password: string;
+  /** The certificate authorities the broker's certificate must chain to (`mqtts://`, MQTT_CA). */
+  ca?: Buffer;
   logger: Logger;
 }): ServiceBroker {
   const { logger } = deps;
@@ -226,6 +228,7 @@ export function createMosquittoBroker(deps: {
             clientId: `${deps.username}/accounts-${randomBytes(4).toString('hex')}`,
             protocolVersion: 4,
             connectTimeout: answerMs,
+            ...(deps.ca ? { ca: deps.ca } : {}),
           },
           // Start-up fails on the first refusal; once running, the client reconnects by itself.
           false,

@@ -8,12 +8,12 @@ import { type Db, openOwnConnection, storeClosed } from './db.ts';
 export const readinessTimeoutMs = 1000;
 
 export interface StoreReadiness {
-  /** True when the store answered `select 1` within `readinessTimeoutMs`. */
-  check(): Promise<boolean>;
+  /** True when the store answered `sql` (by default `select 1`) within `readinessTimeoutMs`. */
+  check(sql?: string): Promise<boolean>;
   close(): Promise<void>;
 }
 
-async function within<T>(ms: number, work: PromiseLike<T>): Promise<T> {
+export async function within<T>(ms: number, work: PromiseLike<T>): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<never>((_, reject) => {
     timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
@@ -35,10 +35,10 @@ export function createStoreReadiness(db: Db): StoreReadiness {
     return own ?? db;
   };
   return {
-    async check() {
+    async check(sql = 'select 1') {
       if (storeClosed(db)) return false;
       try {
-        await within(readinessTimeoutMs, connection().raw('select 1'));
+        await within(readinessTimeoutMs, connection().raw(sql));
         return true;
       } catch {
         return false;

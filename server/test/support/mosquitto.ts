@@ -45,7 +45,7 @@ export async function freePort(): Promise<number> {
 }
 
 /** Resolves once the port takes connections; rejects if Mosquitto exits first. */
-async function accepting(port: number, child: ChildProcess, output: () => string): Promise<void> {
+export async function accepting(port: number, child: ChildProcess, output: () => string): Promise<void> {
   for (;;) {
     if (child.exitCode !== null) throw new Error(`mosquitto exited with ${child.exitCode}:\n${output()}`);
     const open = await new Promise<boolean>((resolve) => {
@@ -142,7 +142,7 @@ export async function startMosquitto(options: { persistence?: boolean } = {}): P
  * What an operator does once: a role with the service's row, given to the service's account. Done
  * in the file before Mosquitto reads it, since changing a connected client's roles disconnects it.
  */
-function grantServiceRole(dynsecFile: string, username: string): void {
+export function grantServiceRole(dynsecFile: string, username: string): void {
   const config = JSON.parse(readFileSync(dynsecFile, 'utf8')) as {
     clients: { username: string; roles: { rolename: string }[] }[];
     roles: { rolename: string; acls: typeof serviceRoleAcls }[];

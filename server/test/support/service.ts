@@ -47,6 +47,8 @@ export interface TestService {
   metricsUrl: string;
   /** Where cars connect: this service's embedded broker on a free port, or its MQTT_URL. */
   mqttUrl: string;
+  /** This service's embedded broker's TLS listener on a free port, when MQTT_TLS_CERT is given. */
+  mqttTlsUrl: string | undefined;
   config: Config;
   store: TestStore;
   clock: TestClock;
@@ -84,6 +86,7 @@ export async function startTestService(
       MQTT_PORT: '0',
       DATA_DIR: dataDir,
       SVC_KEY_ENCRYPTION_KEY: testKeyEncryptionKey,
+      MQTT_TLS_PORT: '0',
       ...env,
     }),
     validateResponses: true,
@@ -98,7 +101,10 @@ export async function startTestService(
   const clock = options.clockRuns ? new TestClock(Date.now(), true) : new TestClock();
   const logs: string[] = [];
   // The service's own logger, writing its lines here instead of to stderr.
-  const logger = createLogger({ destination: { write: (line) => logs.push(line.trimEnd()) } });
+  const logger = createLogger({
+    destination: { write: (line) => logs.push(line.trimEnd()) },
+    level: config.logLevel,
+  });
   const app = createApp(config, {
     db: store.db,
     clock: clock.clock,
@@ -110,11 +116,12 @@ export async function startTestService(
     signingKeyCheckMs: options.signingKeyCheckMs,
     ...options.bridge,
   });
-  const { url, metricsUrl, mqttUrl, adminCodes } = await app.start();
+  const { url, metricsUrl, mqttUrl, mqttTlsUrl, adminCodes } = await app.start();
   return {
     url,
     metricsUrl,
     mqttUrl,
+    mqttTlsUrl,
     config,
     store,
     clock,

@@ -6,12 +6,22 @@ export function operationHandlers(services: Services) {
   return {
     getHealth: () => ({ status: 200, body: { status: 'ok' } }),
 
-    // The store decides whether to send requests here; the bridge only whether all is well (the
-    // API serves without the broker: see the contract's description of /readyz).
+    // What requests need decides whether to send them here: the store and the key-value store
+    // (sign-in, cars, provisioning). The bridge only says whether all is well: commands wait in the
+    // outbox while it is away (see the contract's description of /readyz).
     getReadiness: async () => {
-      const store = (await services.storeReadiness.check()) ? 'ok' : 'failing';
-      const checks = { store, mqtt_bridge: services.bridgeHealth.ok ? 'ok' : 'failing' } as const;
-      if (store === 'failing') return { status: 503, body: { status: 'not_ready', checks } };
+      const [store, keyValues] = await Promise.all([
+        services.storeReadiness.check(),
+        services.keyValueReadiness
+          ? services.keyValueReadiness()
+          : services.storeReadiness.check('select 1 from key_values limit 1'),
+      ]);
+      const checks = {
+        store: store ? 'ok' : 'failing',
+        key_value_store: keyValues ? 'ok' : 'failing',
+        mqtt_bridge: services.bridgeHealth.ok ? 'ok' : 'failing',
+      } as const;
+      if (!store || !keyValues) return { status: 503, body: { status: 'not_ready', checks } };
       return { status: 200, body: { status: checks.mqtt_bridge === 'ok' ? 'ready' : 'degraded', checks } };
     },
   } satisfies Partial<Handlers>;
