@@ -253,6 +253,8 @@ export function toDeveloperIdentity(wire: Wire['DeveloperIdentity']): DeveloperI
 export interface Health {
   /** `ok` (liveness); `ready`: every check ok; `degraded`: the store answers, so the API serves, but the MQTT bridge of this process takes none of the cars' messages; `not_ready`: the store does not answer. */
   status: 'ok' | 'ready' | 'degraded' | 'not_ready';
+  /** Liveness only; the release this process runs (`server/package.json`'s version), so that each replica's release can be seen during a rolling upgrade. */
+  version?: string;
   /** Readiness only; each dependency and whether it works: `store` (answers within about a second), `mqtt_bridge` (connected to the broker and subscribed to the cars' topics, and the commands' connection up). */
   checks?: { [key: string]: 'ok' | 'failing' };
 }
@@ -261,6 +263,7 @@ export interface Health {
 export function toHealth(wire: Wire['Health']): Health {
   return {
     status: wire.status,
+    ...(wire.version === undefined ? {} : { version: wire.version }),
     ...(wire.checks === undefined ? {} : { checks: wire.checks }),
   };
 }

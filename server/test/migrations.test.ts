@@ -25,6 +25,7 @@ const tables = [
   'car_commands',
   'pairing_codes',
   'idempotency_keys',
+  'svc_migration_releases',
 ];
 
 async function existingTables(store: TestStore): Promise<string[]> {

@@ -1,10 +1,11 @@
 /** Liveness and readiness. */
+import { release } from '../../release.ts';
 import type { Services } from '../../services.ts';
 import type { Handlers } from '../bind-handlers.ts';
 
 export function operationHandlers(services: Services) {
   return {
-    getHealth: () => ({ status: 200, body: { status: 'ok' } }),
+    getHealth: () => ({ status: 200, body: { status: 'ok', version: release } }),
 
     // The store decides whether to send requests here; the bridge only whether all is well (the
     // API serves without the broker: see the contract's description of /readyz).
