@@ -67,6 +67,8 @@ describe('when the repository is installed, built and pruned of its development 
       cwd: checkout,
       env: cleanEnv({ PORT: '0', METRICS_PORT: '0', MQTT_PORT: '0', DATA_DIR: dataDir }),
       stdio: ['ignore', 'pipe', 'pipe'],
+      // A group of its own: npm does not pass SIGTERM on to the service it started.
+      detached: true,
     });
     url = await new Promise<string>((resolve, reject) => {
       service?.stdout?.on('data', (chunk: Buffer) => {
@@ -85,9 +87,9 @@ describe('when the repository is installed, built and pruned of its development 
   }, 600_000);
 
   afterAll(async () => {
-    if (service && service.exitCode === null) {
+    if (service?.pid !== undefined && service.exitCode === null) {
       const exited = exitOf(service);
-      service.kill('SIGTERM');
+      process.kill(-service.pid, 'SIGTERM');
       await exited;
     }
     rmSync(workDir, { recursive: true, force: true });
