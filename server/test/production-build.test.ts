@@ -4,7 +4,7 @@
  * `npm run serve`, plain `node` with no development dependency left to lean on.
  */
 import assert from 'node:assert/strict';
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { type ChildProcess, execFileSync, spawn, spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -25,17 +25,18 @@ function cleanEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
 
 /**
  * The working tree's files as git sees them (tracked, and new ones not ignored) copied into
- * `target`: a clean clone of what is here now, without node_modules or anything built.
+ * `target`: a clean clone of what is here now, without node_modules or anything built. Outside a
+ * git checkout (an exported tree), everything but those.
  */
 function copyWorkingTree(target: string): void {
   mkdirSync(target);
+  const inGit = spawnSync('git', ['rev-parse', '--is-inside-work-tree'], { cwd: repoRoot }).status === 0;
+  const files = inGit
+    ? 'git ls-files -z --cached --others --exclude-standard'
+    : "find . -path ./.git -prune -o -name node_modules -prune -o -name dist -prune -o -name '.svc-data' -prune -o -type f -print0";
   execFileSync(
     'sh',
-    [
-      '-c',
-      'git ls-files -z --cached --others --exclude-standard | tar -c --null --ignore-failed-read -T - -f - 2>/dev/null | tar -x -C "$0"',
-      target,
-    ],
+    ['-c', `${files} | tar -c --null --ignore-failed-read -T - -f - 2>/dev/null | tar -x -C "$0"`, target],
     { cwd: repoRoot },
   );
 }
