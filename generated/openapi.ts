@@ -2367,6 +2367,11 @@ export interface components {
              * @enum {string}
              */
             status: "ok" | "ready" | "degraded" | "not_ready";
+            /**
+             * @description Liveness only; the release this process runs (`server/package.json`'s version), so that each replica's release can be seen during a rolling upgrade.
+             * @example 0.1.0
+             */
+            version?: string;
             /** @description Readiness only; each dependency and whether it works: `store` (answers within about a second), `key_value_store` (Redis with REDIS_URL, else the store's key-value table, answers within about a second), `mqtt_bridge` (connected to the broker and subscribed to the cars' topics, and the commands' connection up). */
             checks?: {
                 [key: string]: "ok" | "failing";

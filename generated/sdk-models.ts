@@ -253,6 +253,8 @@ export function toDeveloperIdentity(wire: Wire['DeveloperIdentity']): DeveloperI
 export interface Health {
   /** `ok` (liveness); `ready`: every check ok; `degraded`: the store and the key-value store answer, so the API serves, but the MQTT bridge of this process takes none of the cars' messages or cannot publish commands (they wait in the outbox); `not_ready`: the store or the key-value store does not answer. */
   status: 'ok' | 'ready' | 'degraded' | 'not_ready';
+  /** Liveness only; the release this process runs (`server/package.json`'s version), so that each replica's release can be seen during a rolling upgrade. */
+  version?: string;
   /** Readiness only; each dependency and whether it works: `store` (answers within about a second), `key_value_store` (Redis with REDIS_URL, else the store's key-value table, answers within about a second), `mqtt_bridge` (connected to the broker and subscribed to the cars' topics, and the commands' connection up). */
   checks?: { [key: string]: 'ok' | 'failing' };
 }
@@ -261,6 +263,7 @@ export interface Health {
 export function toHealth(wire: Wire['Health']): Health {
   return {
     status: wire.status,
+    ...(wire.version === undefined ? {} : { version: wire.version }),
     ...(wire.checks === undefined ? {} : { checks: wire.checks }),
   };
 }

@@ -12,6 +12,7 @@ import express from 'express';
 import { routes } from '../../generated/routes.ts';
 import type { AdminCode } from './accounts/admin-codes.ts';
 import type { Passwords } from './accounts/passwords.ts';
+import { contractFile } from './built-files.ts';
 import { type Clock, systemClock } from './clock.ts';
 import { createCommandMetrics } from './commands/command-metrics.ts';
 import type { Config } from './config.ts';
@@ -46,17 +47,9 @@ import { createEmbeddedBroker } from './mqtt/embedded-broker.ts';
 import { createMosquittoBroker } from './mqtt/mosquitto-dynsec.ts';
 import type { TelemetryBatchOptions } from './mqtt/telemetry-batch.ts';
 import { createServices } from './services.ts';
-import {
-  type Db,
-  embeddedDbDir,
-  migrateToLatest,
-  openOwnConnection,
-  openStore,
-  storeOpened,
-} from './store/db.ts';
+import { type Db, embeddedDbDir, openOwnConnection, openStore, storeOpened } from './store/db.ts';
 import { type KeyRing, loadKeyRing } from './store/key-encryption.ts';
-
-const contractPath = new URL('../../generated/openapi.json', import.meta.url);
+import { migrate } from './store/migrator.ts';
 
 /** How often idempotency keys past their 24 hours are deleted. */
 const idempotencySweepMs = 60 * 60 * 1000;
@@ -183,7 +176,7 @@ export function createApp(config: Config, deps: AppDependencies = {}) {
     commandMetrics: createCommandMetrics(metrics.registry),
     keyRing,
   });
-  const contract = JSON.parse(readFileSync(contractPath, 'utf8'));
+  const contract = JSON.parse(readFileSync(contractFile, 'utf8'));
 
   const bridgeMetrics = createBridgeMetrics(
     metrics.registry,
@@ -318,7 +311,7 @@ export function createApp(config: Config, deps: AppDependencies = {}) {
       const startup = openOwnConnection(db, {});
       let adminCodes: AdminCode[];
       try {
-        await migrateToLatest(startup ?? db);
+        await migrate(startup ?? db, { logger });
         await services.signingKeys.ensure();
         adminCodes = await services.adminCodes.issue();
       } finally {

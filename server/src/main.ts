@@ -1,12 +1,17 @@
-/** `npm start`: the service in one process, embedded storage unless DATABASE_URL says otherwise. */
+/**
+ * `npm start` (through tsx) and `npm run serve` (the production build, server/dist/main.js): the
+ * service in one process, embedded storage unless DATABASE_URL says otherwise. `--check` checks
+ * the setup only; `--migrate` (`npm run migrate`) runs the migrations only.
+ */
 import { existsSync, mkdirSync, statSync } from 'node:fs';
 import { createServer } from 'node:net';
-import { join } from 'node:path';
 import type { AdminCode } from './accounts/admin-codes.ts';
 import { createApp, ListenError, type Listener } from './app.ts';
+import { docsDir } from './built-files.ts';
 import { type Config, ConfigError, loadConfig } from './config.ts';
-import { createLogger } from './logger.ts';
+import { createLogger, type Logger } from './logger.ts';
 import { BrokerSetupError } from './mqtt/broker.ts';
+import { release } from './release.ts';
 import {
   DataDirInUse,
   type DataDirLock,
@@ -14,12 +19,11 @@ import {
   lockDataDir,
   lockFileOf,
 } from './store/data-dir-lock.ts';
-import { describeStore, embeddedDbDir } from './store/db.ts';
+import { describeStore, embeddedDbDir, openStore, storeOpened } from './store/db.ts';
 import { KeyEncryptionError } from './store/key-encryption.ts';
+import { IncompatibleDatabase, migrate } from './store/migrator.ts';
 import { storeUnavailableReason } from './store/unavailable.ts';
 import { PackageStoreSetupError } from './uploads/package-store.ts';
-
-const docsDir = join(import.meta.dirname, '../dist/docs');
 
 /** A mistake in the setup: one line naming what to change (one per mistake), exit 2, no stack. */
 function refuse(...messages: string[]): never {
@@ -160,19 +164,77 @@ async function check(): Promise<void> {
   if (problems.length > 0) refuse(...problems);
 }
 
+/** The embedded store's folder, made and locked for this process; undefined on Postgres. */
+function lockEmbeddedStore(config: Config): DataDirLock | undefined {
+  if (config.databaseUrl) return undefined;
+  const problem = dataDirProblem(config.dataDir, true);
+  if (problem) refuse(problem);
+  try {
+    return lockDataDir(config.dataDir);
+  } catch (error) {
+    if (error instanceof DataDirInUse) refuse(error.message);
+    throw error;
+  }
+}
+
+/**
+ * A database a newer build migrated beyond this release: one line naming the migration and what
+ * to do, exit 2. Plain, as every setup mistake, when the log is for a person (a terminal); a JSON
+ * line like the rest of the log otherwise, so that a log collector keeps it.
+ */
+function refuseIncompatible(logger: Logger, error: IncompatibleDatabase): never {
+  if (process.stderr.isTTY) refuse(error.message);
+  logger.error(`cannot start: ${error.message}`, { migration: error.migration, release });
+  process.exit(2);
+}
+
+/** What the store said when the migrations could not run, in the operator's terms; exits. */
+function refuseStore(config: Config, logger: Logger, error: unknown): never {
+  if (error instanceof IncompatibleDatabase) refuseIncompatible(logger, error);
+  const misnamed = config.databaseUrl ? databaseUrlProblem(config.databaseUrl, error) : undefined;
+  if (misnamed) refuse(misnamed);
+  // Start-up failures go through the operator's log like any other, never as a raw stack.
+  const unreachable = config.databaseUrl ? storeUnavailableReason(error) : undefined;
+  if (unreachable) {
+    logger.error('cannot start: the database is unreachable', {
+      store: describeStore({ databaseUrl: config.databaseUrl }),
+      reason: unreachable,
+      hint: 'check that Postgres runs at DATABASE_URL, or unset DATABASE_URL for the embedded store',
+    });
+  } else {
+    logger.error('cannot start', { error });
+  }
+  process.exit(1);
+}
+
+/**
+ * `main.ts --migrate` (`npm run migrate`): the migrations alone, logged, then exit 0: the first
+ * step of a rolling upgrade, before the replicas are replaced one at a time (docs/operating.md).
+ */
+async function migrateOnly(): Promise<void> {
+  const config = loadConfigOrRefuse();
+  const lock = lockEmbeddedStore(config);
+  const logger = createLogger({ level: config.logLevel });
+  const db = openStore({
+    databaseUrl: config.databaseUrl,
+    pgliteDir: config.databaseUrl ? undefined : embeddedDbDir(config.dataDir),
+    logger,
+  });
+  try {
+    await storeOpened(db);
+    await migrate(db, { logger });
+  } catch (error) {
+    await db.destroy().catch(() => undefined);
+    lock?.release();
+    refuseStore(config, logger, error);
+  }
+  await db.destroy();
+  lock?.release();
+}
+
 async function main(): Promise<void> {
   const config = loadConfigOrRefuse();
-  let lock: DataDirLock | undefined;
-  if (!config.databaseUrl) {
-    const problem = dataDirProblem(config.dataDir, true);
-    if (problem) refuse(problem);
-    try {
-      lock = lockDataDir(config.dataDir);
-    } catch (error) {
-      if (error instanceof DataDirInUse) refuse(error.message);
-      throw error;
-    }
-  }
+  const lock = lockEmbeddedStore(config);
   const taken = await listenerProblems(config);
   if (taken.length > 0) {
     lock?.release();
@@ -202,20 +264,7 @@ async function main(): Promise<void> {
       error instanceof KeyEncryptionError
     )
       refuse(error.message);
-    const misnamed = config.databaseUrl ? databaseUrlProblem(config.databaseUrl, error) : undefined;
-    if (misnamed) refuse(misnamed);
-    // Start-up failures go through the operator's log like any other, never as a raw stack.
-    const unreachable = config.databaseUrl ? storeUnavailableReason(error) : undefined;
-    if (unreachable) {
-      logger.error('cannot start: the database is unreachable', {
-        store: describeStore({ databaseUrl: config.databaseUrl }),
-        reason: unreachable,
-        hint: 'check that Postgres runs at DATABASE_URL, or unset DATABASE_URL for the embedded store',
-      });
-    } else {
-      logger.error('cannot start', { error });
-    }
-    process.exit(1);
+    refuseStore(config, logger, error);
   }
   const { url, metricsUrl, mqttUrl, mqttTlsUrl, adminCodes } = started;
   const publicUrl = config.publicUrl ?? url;
@@ -225,7 +274,7 @@ async function main(): Promise<void> {
   });
   process.stdout.write(
     [
-      `svc is running`,
+      `svc ${release} is running`,
       `  API       ${publicUrl}/api/v1`,
       `  console   ${publicUrl}/console`,
       `  docs      ${publicUrl}/docs`,
@@ -284,4 +333,5 @@ function adminCodeLines(publicUrl: string, codes: AdminCode[]): string[] {
 }
 
 if (process.argv.includes('--check')) await check();
+else if (process.argv.includes('--migrate')) await migrateOnly();
 else await main();

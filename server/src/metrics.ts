@@ -6,9 +6,10 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { NextFunction, Request, Response } from 'express';
-import { Counter, collectDefaultMetrics, Histogram, Registry } from 'prom-client';
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import { routes } from '../../generated/routes.ts';
 import { routeTemplate } from './http/request-log.ts';
+import { release } from './release.ts';
 
 export interface Metrics {
   readonly registry: Registry;
@@ -43,6 +44,13 @@ function uploadOutcome(status: number): string {
 export function createMetrics(): Metrics {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
+  // Always 1: the label says which release each replica runs, as a rolling upgrade goes on.
+  new Gauge({
+    name: 'svc_build_info',
+    help: 'The release this process runs (server/package.json), in the version label; always 1.',
+    labelNames: ['version'] as const,
+    registers: [registry],
+  }).set({ version: release }, 1);
   const requests = new Counter({
     name: 'svc_http_requests_total',
     help: 'HTTP requests answered, by route template, method and status.',

@@ -24,7 +24,7 @@ const embeddedBroker: BrokerAccounts = {
 
 async function sync(): Promise<void> {
   const config = loadConfigOrRefuse();
-  const logger = createLogger();
+  const logger = createLogger({ level: config.logLevel });
   let keyRing: ReturnType<typeof loadKeyRing>;
   try {
     keyRing = loadKeyRing(config);

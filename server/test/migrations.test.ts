@@ -26,6 +26,7 @@ const tables = [
   'pairing_codes',
   'idempotency_keys',
   'broker_credentials',
+  'svc_migration_releases',
 ];
 
 async function existingTables(store: TestStore): Promise<string[]> {

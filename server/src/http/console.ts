@@ -5,15 +5,15 @@
  */
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import express, { type Router } from 'express';
+import { consoleDir } from '../built-files.ts';
 import { ProblemError } from './problem.ts';
 import { setRouteTemplate } from './request-log.ts';
 
 export const consolePath = '/console';
 
 /** Where `npm run build` writes the console. */
-export const defaultConsoleDir = fileURLToPath(new URL('../../../console/dist', import.meta.url));
+export const defaultConsoleDir = consoleDir;
 
 /**
  * Scripts and styles from this service only, and none inline: an injected `<script>` or `style=""`

@@ -6,8 +6,8 @@
  */
 import { createHash } from 'node:crypto';
 import { readFileSync, statSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import express, { type Router } from 'express';
+import { sdkScriptFile } from '../built-files.ts';
 import { ProblemError } from './problem.ts';
 
 export const sdkScriptPath = '/_svc/sdk.js';
@@ -16,9 +16,7 @@ export const sdkScriptPath = '/_svc/sdk.js';
 export const sdkScriptPaths = [sdkScriptPath] as const;
 
 /** The built runtime, where `npm run build` writes it. */
-export const defaultSdkScript = fileURLToPath(
-  new URL('../../../client/dist/runtime.browser.js', import.meta.url),
-);
+export const defaultSdkScript = sdkScriptFile;
 
 /**
  * An hour: a new runtime reaches pages within that, and a page revalidates with its ETag

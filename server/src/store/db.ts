@@ -4,8 +4,9 @@ import { join } from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
 import knex, { type Knex } from 'knex';
 import ClientPgLite from 'knex-pglite';
-import type { Logger } from '../logger.ts';
+import { type Logger, silentLogger } from '../logger.ts';
 import { migrationSource } from './migrations/index.ts';
+import { migrate } from './migrator.ts';
 import { postgresClient } from './postgres-client.ts';
 
 export type Db = Knex;
@@ -145,8 +146,9 @@ export function storeClosed(db: Db): boolean {
 
 export const migrationConfig: Knex.MigratorConfig = { migrationSource, tableName: 'knex_migrations' };
 
+/** The migrations run with nothing logged (tests); the service runs them through `migrate` (migrator.ts). */
 export async function migrateToLatest(db: Db): Promise<void> {
-  await db.migrate.latest(migrationConfig);
+  await migrate(db, { logger: silentLogger });
 }
 
 export function embeddedDbDir(dataDir: string): string {

@@ -1,10 +1,11 @@
 /** Liveness and readiness. */
+import { release } from '../../release.ts';
 import type { Services } from '../../services.ts';
 import type { Handlers } from '../bind-handlers.ts';
 
 export function operationHandlers(services: Services) {
   return {
-    getHealth: () => ({ status: 200, body: { status: 'ok' } }),
+    getHealth: () => ({ status: 200, body: { status: 'ok', version: release } }),
 
     // What requests need decides whether to send them here: the store and the key-value store
     // (sign-in, cars, provisioning). The bridge only says whether all is well: commands wait in the

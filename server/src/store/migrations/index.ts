@@ -16,15 +16,24 @@ import * as carCommands from './20261220090000_car_commands.ts';
 import * as pairingCodes from './20261220090100_pairing_codes.ts';
 import * as idempotencyKeys from './20261220100000_idempotency_keys.ts';
 import * as signingKeyStates from './20261225090000_signing_key_states.ts';
+import * as migrationReleases from './20261226090000_migration_releases.ts';
 import * as sealedSigningKeys from './20261227090000_sealed_signing_keys.ts';
 import * as brokerCredentials from './20261227100000_broker_credentials.ts';
 
-interface Migration {
+export interface Migration {
   up(db: Knex): Promise<void>;
   down(db: Knex): Promise<void>;
+  /**
+   * The oldest release of the service that still runs on the database this migration leaves:
+   * a release older than this build's when the migration only adds (expand), so that the
+   * previous release can run beside it or be rolled back to. Unset: this build's own release.
+   */
+  oldestRelease?: string;
 }
 
-const migrations: [name: string, migration: Migration][] = [
+export type MigrationList = [name: string, migration: Migration][];
+
+export const migrations: MigrationList = [
   ['20261121090000_accounts', accounts],
   ['20261121090100_signing_keys', signingKeys],
   ['20261121100000_mini_apps', miniApps],
@@ -38,6 +47,7 @@ const migrations: [name: string, migration: Migration][] = [
   ['20261220090100_pairing_codes', pairingCodes],
   ['20261220100000_idempotency_keys', idempotencyKeys],
   ['20261225090000_signing_key_states', signingKeyStates],
+  ['20261226090000_migration_releases', migrationReleases],
   ['20261227090000_sealed_signing_keys', sealedSigningKeys],
   ['20261227100000_broker_credentials', brokerCredentials],
 ];
