@@ -1,6 +1,7 @@
 /**
  * The production build of the service and the simulator (esbuild): server/dist/main.js, run with
- * plain `node` by `npm run serve` and `npm run migrate`, and simulator/dist/svc-car-sim.js.
+ * plain `node` by `npm run serve` and `npm run migrate`, the operator's commands beside it, and
+ * simulator/dist/svc-car-sim.js.
  *
  * The workspaces' own packages (@svc/sdk, @svc/manifest, @svc/ssh) are bundled from their
  * TypeScript source, as the workspaces read them in development (the `svc-source` condition), so
@@ -18,6 +19,8 @@ import { repoRoot } from './repo-root.ts';
 
 export const serverBundle = join(repoRoot, 'server/dist/main.js');
 export const simulatorBundle = join(repoRoot, 'simulator/dist/svc-car-sim.js');
+/** The operator's commands, run with plain `node` as the service is (after `npm prune --omit=dev`). */
+const operatorCommands = ['sync-broker-credentials', 'rotate-key-encryption-key'];
 
 /** Everything imported by a bare name is left to Node, except this repository's own workspaces. */
 const npmPackagesExternal: Plugin = {
@@ -52,6 +55,9 @@ async function bundle(entry: string, outfile: string, banner = ''): Promise<void
 export async function buildServer(): Promise<void> {
   // server/dist/docs is build-docs.ts's: only the bundle is replaced.
   await bundle('server/src/main.ts', serverBundle);
+  for (const command of operatorCommands) {
+    await bundle(`server/src/${command}.ts`, join(repoRoot, `server/dist/${command}.js`));
+  }
   await bundle('simulator/src/main.ts', simulatorBundle, '#!/usr/bin/env node');
 }
 

@@ -2,6 +2,7 @@
  * What the operator's commands beside the service share (`rotate-key-encryption-key`,
  * `sync-broker-credentials`): the settings, the store they work on, and one-line refusals.
  */
+import { existsSync } from 'node:fs';
 import { type Config, ConfigError, loadConfig } from './config.ts';
 import { DataDirInUse, lockDataDir } from './store/data-dir-lock.ts';
 import { type Db, embeddedDbDir, migrationConfig, openStore, storeOpened } from './store/db.ts';
@@ -28,6 +29,13 @@ export function loadConfigOrRefuse(): Config {
 export async function openCommandStore(config: Config): Promise<{ db: Db; close(): Promise<void> }> {
   let lock: ReturnType<typeof lockDataDir> | undefined;
   if (!config.databaseUrl) {
+    // Never made here: an operator who names the wrong folder learns so instead of getting a new,
+    // empty database (and a new key-encryption key) there.
+    if (!existsSync(embeddedDbDir(config.dataDir))) {
+      refuse(
+        `DATA_DIR=${config.dataDir} holds no svc database: name the folder the service runs on, or set DATABASE_URL`,
+      );
+    }
     try {
       lock = lockDataDir(config.dataDir);
     } catch (error) {

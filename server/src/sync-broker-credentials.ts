@@ -25,14 +25,15 @@ const embeddedBroker: BrokerAccounts = {
 async function sync(): Promise<void> {
   const config = loadConfigOrRefuse();
   const logger = createLogger({ level: config.logLevel });
+  const store = await openCommandStore(config);
   let keyRing: ReturnType<typeof loadKeyRing>;
   try {
     keyRing = loadKeyRing(config);
   } catch (error) {
+    await store.close();
     if (error instanceof KeyEncryptionError) refuse(error.message);
     throw error;
   }
-  const store = await openCommandStore(config);
   const credentials = config.redisUrl
     ? createRedisCredentialStore(config.redisUrl, logger)
     : createSqlCredentialStore(store.db);
