@@ -5,7 +5,15 @@
 import { existsSync } from 'node:fs';
 import { type Config, ConfigError, loadConfig } from './config.ts';
 import { DataDirInUse, lockDataDir } from './store/data-dir-lock.ts';
-import { type Db, embeddedDbDir, migrationConfig, openStore, storeOpened } from './store/db.ts';
+import {
+  type Db,
+  describeStore,
+  embeddedDbDir,
+  migrationConfig,
+  openStore,
+  storeOpened,
+} from './store/db.ts';
+import { databaseUrlProblem, storeUnavailableReason } from './store/unavailable.ts';
 
 /** A mistake the operator fixes: one line, exit 2, no stack. */
 export function refuse(message: string): never {
@@ -47,8 +55,23 @@ export async function openCommandStore(config: Config): Promise<{ db: Db; close(
     databaseUrl: config.databaseUrl,
     pgliteDir: config.databaseUrl ? undefined : embeddedDbDir(config.dataDir),
   });
-  await storeOpened(db);
-  const [, pending] = await db.migrate.list(migrationConfig);
+  let pending: unknown[];
+  try {
+    await storeOpened(db);
+    [, pending] = await db.migrate.list(migrationConfig);
+  } catch (error) {
+    await db.destroy().catch(() => undefined);
+    lock?.release();
+    const problem = config.databaseUrl ? databaseUrlProblem(config.databaseUrl, error) : undefined;
+    if (problem) refuse(problem);
+    const reason = storeUnavailableReason(error);
+    if (reason) {
+      refuse(
+        `the database at ${describeStore(config)} cannot be reached (${reason}): check that Postgres runs at DATABASE_URL`,
+      );
+    }
+    throw error;
+  }
   if (pending.length > 0) {
     await db.destroy();
     lock?.release();

@@ -4,6 +4,7 @@
  * holds and they lack or hold otherwise, and removes those of cars no longer provisioned. The
  * service does the same on every start; this is for a Redis or a Mosquitto replaced while it runs.
  */
+import { UnavailableError } from './errors.ts';
 import { createLogger } from './logger.ts';
 import { BrokerSetupError } from './mqtt/broker.ts';
 import type { BrokerAccounts } from './mqtt/broker-accounts.ts';
@@ -12,6 +13,7 @@ import { createRedisCredentialStore, createSqlCredentialStore } from './mqtt/cre
 import { createMosquittoBroker } from './mqtt/mosquitto-dynsec.ts';
 import { loadConfigOrRefuse, openCommandStore, refuse } from './operator-command.ts';
 import { KeyEncryptionError, loadKeyRing } from './store/key-encryption.ts';
+import { storeUnavailableReason } from './store/unavailable.ts';
 
 /** The embedded broker keeps no accounts of its own: it reads the key-value store at each sign-in. */
 const embeddedBroker: BrokerAccounts = {
@@ -60,6 +62,16 @@ async function sync(): Promise<void> {
     );
   } catch (error) {
     if (error instanceof KeyEncryptionError || error instanceof BrokerSetupError) refuse(error.message);
+    if (error instanceof UnavailableError) {
+      refuse(
+        `${config.redisUrl ? 'Redis at REDIS_URL' : 'the database'} did not answer: check that it runs, then run this again`,
+      );
+    }
+    const reason = storeUnavailableReason(error);
+    if (reason)
+      refuse(
+        `the database did not answer (${reason}): check that Postgres runs at DATABASE_URL, then run this again`,
+      );
     throw error;
   } finally {
     await mosquitto?.stop();

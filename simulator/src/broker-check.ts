@@ -59,6 +59,12 @@ function describeCheckError(error: unknown, mqttUrl: string): SimulatorError {
       `the broker at ${mqttUrl} refused to connect (MQTT return code ${code}): is --mqtt-url the MQTT address npm start printed?`,
     );
   }
+  // A certificate that chains to a trusted CA but names another host: --ca would not help.
+  if (code === 'ERR_TLS_CERT_ALTNAME_INVALID') {
+    return new SimulatorError(
+      `the broker at ${mqttUrl} shows a certificate for another host name (${code}): use the name or address the certificate gives in --mqtt-url, or make its certificate name this one (subjectAltName)`,
+    );
+  }
   // Node's codes for a certificate it does not trust (SELF_SIGNED_CERT_IN_CHAIN, UNABLE_TO_VERIFY_LEAF_SIGNATURE, …).
   if (typeof code === 'string' && /CERT|SELF_SIGNED|UNABLE_TO_VERIFY/.test(code)) {
     return new SimulatorError(

@@ -74,6 +74,10 @@ export async function syncBrokerCredentials(deps: {
     // Credentials first, then cars: a car's row is written before its credential's, so every
     // credential read here belongs to a car (or connector) the second read finds, unless it is gone.
     const rows = new Map((await listBrokerCredentials(sql)).map((row) => [row.username, row]));
+    // A wrong key-encryption key opens nothing, yet would pass unnoticed while nothing needs
+    // writing: one secret is opened first, so that it stops the sync in one line naming the key.
+    const sealed = [...rows.values()].find((row) => row.secret);
+    if (sealed?.secret) keyRing.open(sealed.secret, secretContext(sealed.username));
     const provisioned = await provisionedUsernames(sql);
     for (const username of [...rows.keys()]) {
       if (provisioned.has(username)) continue;

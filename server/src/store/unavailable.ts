@@ -102,3 +102,19 @@ export function storeUnavailableReason(error: unknown): string | undefined {
   }
   return undefined;
 }
+
+/**
+ * What to change in DATABASE_URL, when Postgres answered but refused what it names: a database
+ * or a user that is not there, a wrong password. Never repeats the password.
+ */
+export function databaseUrlProblem(databaseUrl: string, error: unknown): string | undefined {
+  const { code, message } = (error ?? {}) as { code?: unknown; message?: unknown };
+  const url = new URL(databaseUrl);
+  const database = decodeURIComponent(url.pathname.slice(1)) || decodeURIComponent(url.username);
+  const server = `${url.hostname}:${url.port || 5432}`;
+  if (code === '3D000')
+    return `DATABASE_URL names the database "${database}", which does not exist on ${server}: create it (createdb -h ${url.hostname} -p ${url.port || 5432} -U ${decodeURIComponent(url.username) || 'postgres'} ${database}) or set DATABASE_URL to a database that exists.`;
+  if (code === '28000' || code === '28P01')
+    return `DATABASE_URL's user "${decodeURIComponent(url.username)}" cannot sign in to ${server} (${String(message)}): set DATABASE_URL's user and password to an account of that server.`;
+  return undefined;
+}
