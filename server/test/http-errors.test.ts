@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, test } from 'vitest';
 import { buildDocs } from '../../scripts/build-docs.ts';
+import { release } from '../src/release.ts';
 import { signUpDeveloper } from './support/accounts.ts';
 import { call, type RawReply, rawExchange } from './support/http.ts';
 import { startTestService, type TestService } from './support/service.ts';
@@ -152,7 +153,7 @@ describe('the HTTP surface', () => {
   });
 
   test('when liveness and readiness are asked then ok and ready', async () => {
-    assert.deepEqual((await call(url, 'GET', '/healthz')).body, { status: 'ok' });
+    assert.deepEqual((await call(url, 'GET', '/healthz')).body, { status: 'ok', version: release });
     assert.deepEqual((await call(url, 'GET', '/readyz')).body, {
       status: 'ready',
       checks: { store: 'ok', key_value_store: 'ok', mqtt_bridge: 'ok' },

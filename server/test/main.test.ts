@@ -7,8 +7,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, test } from 'vitest';
 import { call } from './support/http.ts';
+import { testKeyEncryptionKey } from './support/key-encryption.ts';
 import { startMosquitto } from './support/mosquitto.ts';
-import { testKeyEncryptionKey } from './support/service.ts';
 import { exitOf, startServiceProcess } from './support/service-process.ts';
 
 const startProcess = (dataDir: string) => startServiceProcess({ dataDir });

@@ -10,12 +10,12 @@ import { join } from 'node:path';
 import mqtt from 'mqtt';
 import { afterAll, beforeAll, describe, test } from 'vitest';
 import { eventually } from './support/http.ts';
+import { testKeyEncryptionKey } from './support/key-encryption.ts';
 import {
   type PostgresCluster,
   postgresClusterMissing,
   startPostgresCluster,
 } from './support/postgres-cluster.ts';
-import { testKeyEncryptionKey } from './support/service.ts';
 import { exitOf, startServiceProcess } from './support/service-process.ts';
 
 const mainModule = join(import.meta.dirname, '../src/main.ts');

@@ -22,9 +22,10 @@ import { type Developer, signUpAdmin, signUpDeveloper } from './support/accounts
 import { carPath, makeOwner, provisionCar } from './support/cars.ts';
 import { publishMiniApp } from './support/commands.ts';
 import { call } from './support/http.ts';
+import { testKeyEncryptionKey } from './support/key-encryption.ts';
 import { startMosquitto, type TestMosquitto } from './support/mosquitto.ts';
 import { redisMissing, testRedisUrl } from './support/redis.ts';
-import { startTestService, type TestService, testKeyEncryptionKey } from './support/service.ts';
+import { startTestService, type TestService } from './support/service.ts';
 import { openTestStore, postgresServerUrl, type TestStore } from './support/store.ts';
 
 const redisAway = await redisMissing();

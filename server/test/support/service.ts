@@ -8,6 +8,7 @@ import { createPasswords, passwordCost } from '../../src/accounts/passwords.ts';
 import { type AppDependencies, createApp } from '../../src/app.ts';
 import { type Config, loadConfig } from '../../src/config.ts';
 import { createLogger } from '../../src/logger.ts';
+import { testKeyEncryptionKey } from './key-encryption.ts';
 import { openTestStore, type TestStore } from './store.ts';
 
 /**
@@ -15,12 +16,6 @@ import { openTestStore, type TestStore } from './store.ts';
  * seconds a file hashing. Stored hashes name their cost, so nothing else changes.
  */
 const cheapPasswords = createPasswords({ ...passwordCost, N: 2 ** 10 });
-
-/**
- * One key-encryption key for every test service, as replicas of one service share theirs: two
- * test services on one store (each with a data folder of its own) open each other's keys.
- */
-export const testKeyEncryptionKey = Buffer.alloc(32, 7).toString('base64');
 
 export class TestClock {
   private base: number;
