@@ -1,7 +1,9 @@
 /**
  * Lists the test files that open a store: those whose imports reach server/test/support/store.ts
- * (startTestService, openTestStore); with `--others`, every other test file. CI runs the first
- * again on Postgres (on Node 20); the others never read DATABASE_URL.
+ * (startTestService, openTestStore); with `--others`, every other test file; with
+ * `--reading-database-url`, the store suites but those that run on the machine's Postgres whatever
+ * DATABASE_URL says (`postgresServerUrl`). CI runs those again on Postgres (on Node 20); the others
+ * never read DATABASE_URL, and the ones on Postgres anyway ran on it already.
  */
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
@@ -46,6 +48,15 @@ export function storeSuites(): string[] {
     .map((file) => relative(repoRoot, file));
 }
 
+/** Store suites that take the machine's Postgres whether or not DATABASE_URL is set. */
+function alwaysOnPostgres(file: string): boolean {
+  return /\bpostgresServerUrl\b/.test(readFileSync(join(repoRoot, file), 'utf8'));
+}
+
+export function suitesReadingDatabaseUrl(): string[] {
+  return storeSuites().filter((file) => !alwaysOnPostgres(file));
+}
+
 export function otherSuites(): string[] {
   return testFiles()
     .filter((file) => !reachesStore(file))
@@ -53,6 +64,10 @@ export function otherSuites(): string[] {
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
-  const suites = process.argv.includes('--others') ? otherSuites() : storeSuites();
+  const suites = process.argv.includes('--others')
+    ? otherSuites()
+    : process.argv.includes('--reading-database-url')
+      ? suitesReadingDatabaseUrl()
+      : storeSuites();
   process.stdout.write(`${suites.join('\n')}\n`);
 }

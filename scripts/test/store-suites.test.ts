@@ -1,7 +1,7 @@
 /** The lists CI splits the test files by on Node 20: those that open a store (on Postgres), and the others. */
 import assert from 'node:assert/strict';
 import { test } from 'vitest';
-import { otherSuites, storeSuites } from '../store-suites.ts';
+import { otherSuites, storeSuites, suitesReadingDatabaseUrl } from '../store-suites.ts';
 
 test('when the store suites are listed then the files that start a test service or open a store are in it, and the store-free ones are not', () => {
   const suites = storeSuites();
@@ -27,4 +27,15 @@ test('when the other suites are listed then together with the store suites they 
   assert.ok(others.includes('server/test/main.test.ts'));
   assert.equal(others.filter((file) => stores.includes(file)).length, 0, 'no file is in both lists');
   assert.ok(stores.length + others.length > 90, `${stores.length} + ${others.length} files`);
+});
+
+test('when the suites reading DATABASE_URL are listed then the store suites on Postgres anyway are left out, and only they', () => {
+  const reading = suitesReadingDatabaseUrl();
+  assert.ok(!reading.includes('server/test/restore-from-backup.test.ts'));
+  assert.ok(!reading.includes('server/test/keys-at-rest.test.ts'));
+  assert.ok(reading.includes('server/test/store-connections.test.ts'), 'its outage needs DATABASE_URL');
+  assert.deepEqual(
+    storeSuites().filter((file) => !reading.includes(file)),
+    ['server/test/keys-at-rest.test.ts', 'server/test/restore-from-backup.test.ts'],
+  );
 });
