@@ -13,24 +13,10 @@ import { join } from 'node:path';
 import knex from 'knex';
 import type { TestProject } from 'vitest/node';
 import { migrateToLatest, openStore, storeOpened } from '../../server/src/store/db.ts';
+import type { StoreTemplate } from '../../server/test/support/store.ts';
 
 /** Where a service process started by a test finds the migrated PGlite data folder. */
 export const pgliteTemplateVariable = 'SVC_TEST_PGLITE_TEMPLATE';
-
-export interface StoreTemplate {
-  /** `dumpDataDir` of a migrated PGlite database, uncompressed tar. */
-  pgliteDump: string;
-  /** The same database unpacked: a data folder's `db` copied from it starts migrated. */
-  pgliteDir: string;
-  /** With DATABASE_URL: the migrated database each test file's database is made from. */
-  postgresTemplate?: string;
-}
-
-declare module 'vitest' {
-  export interface ProvidedContext {
-    storeTemplate: StoreTemplate;
-  }
-}
 
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
   const folder = mkdtempSync(join(tmpdir(), 'svc-store-template-'));

@@ -2,11 +2,12 @@
  * Postgres, the bucket and one key are the only state: a service restored from a `pg_dump` onto
  * an emptied Redis and a new Mosquitto (empty dynamic security) gives every car and connector its
  * credential back, so they sign in with their old passwords; identity tokens issued before verify
- * against the restored JWKS. Needs Postgres (DATABASE_URL's server, else 127.0.0.1:5432), Redis
- * and Mosquitto.
+ * against the restored JWKS; packages download from the bucket. Needs Postgres (DATABASE_URL's
+ * server, else 127.0.0.1:5432), Redis and Mosquitto.
  */
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -25,6 +26,7 @@ import { call } from './support/http.ts';
 import { testKeyEncryptionKey } from './support/key-encryption.ts';
 import { startMosquitto, type TestMosquitto } from './support/mosquitto.ts';
 import { redisMissing, testRedisUrl } from './support/redis.ts';
+import { s3rverCredentials, startS3rver, type TestBucket } from './support/s3rver.ts';
 import { startTestService, type TestService } from './support/service.ts';
 import { openTestStore, postgresServerUrl, type TestStore } from './support/store.ts';
 
@@ -62,8 +64,20 @@ async function signsIn(mosquitto: TestMosquitto, username: string, password: str
   }
 }
 
-function serviceEnv(mosquitto: TestMosquitto): Record<string, string> {
+/** The sha256 of a version's package as its download brings it (admins may download any). */
+async function downloadedSha256(base: string, who: Developer, versionId: string): Promise<string> {
+  const answer = await fetch(`${base}/api/v1/mini-apps/versions/${versionId}/package`, {
+    headers: { authorization: `Bearer ${who.token}` },
+  });
+  assert.equal(answer.status, 200, await answer.clone().text());
+  return createHash('sha256')
+    .update(Buffer.from(await answer.arrayBuffer()))
+    .digest('hex');
+}
+
+function serviceEnv(mosquitto: TestMosquitto, bucket: TestBucket): Record<string, string> {
   return {
+    ...bucket.env,
     SVC_ADMIN_EMAILS: adminEmail,
     REDIS_URL: redisUrl,
     MQTT_URL: mosquitto.url,
@@ -73,8 +87,14 @@ function serviceEnv(mosquitto: TestMosquitto): Record<string, string> {
 }
 
 describe.skipIf(redisAway)(`restore from a backup${redisAway ? ` (skipped: ${redisAway})` : ''}`, () => {
-  const dataDir = mkdtempSync(join(tmpdir(), 'svc-restore-'));
-  const backup = join(dataDir, 'svc.dump');
+  const workDir = mkdtempSync(join(tmpdir(), 'svc-restore-'));
+  const backup = join(workDir, 'svc.dump');
+  // Each service a data folder of its own: what the restored one serves comes from the backup.
+  const dataDir = mkdtempSync(join(workDir, 'original-'));
+  const restoredDataDir = mkdtempSync(join(workDir, 'restored-'));
+  let bucket: TestBucket;
+  let versionId: string;
+  let packageSha256: string;
   const redis = new Redis(redisUrl, { lazyConnect: true });
   let original: { store: TestStore; mosquitto: TestMosquitto; service: TestService } | undefined;
   let restored: { store: TestStore; mosquitto: TestMosquitto; service: TestService } | undefined;
@@ -85,10 +105,17 @@ describe.skipIf(redisAway)(`restore from a backup${redisAway ? ` (skipped: ${red
   beforeAll(async () => {
     await redis.connect();
     await redis.flushdb();
-    // The service as it ran: Postgres, Redis, a Mosquitto with dynamic security.
+    // The service as it ran: Postgres, Redis, a Mosquitto with dynamic security, a bucket.
+    // The AWS SDK reads its credentials from the environment, as a replica's would.
+    Object.assign(process.env, s3rverCredentials);
+    bucket = await startS3rver();
     const store = await openTestStore({ serverUrl: postgresServerUrl });
     const mosquitto = await startMosquitto();
-    const service = await startTestService(serviceEnv(mosquitto), { store, dataDir, clockRuns: true });
+    const service = await startTestService(serviceEnv(mosquitto, bucket), {
+      store,
+      dataDir,
+      clockRuns: true,
+    });
     original = { store, mosquitto, service };
     admin = await signUpAdmin(service, adminEmail);
     const owner: Developer = await signUpDeveloper(service.url);
@@ -102,7 +129,8 @@ describe.skipIf(redisAway)(`restore from a backup${redisAway ? ` (skipped: ${red
     passwords.set(connector.body.mqtt.username, connector.body.mqtt.password);
     const [firstCar] = cars;
     await makeOwner(service, String(firstCar), owner);
-    await publishMiniApp(service.url, await signUpDeveloper(service.url), admin, appId, '1.0.0');
+    versionId = await publishMiniApp(service.url, await signUpDeveloper(service.url), admin, appId, '1.0.0');
+    packageSha256 = await downloadedSha256(service.url, admin, versionId);
     const token = await call(service.url, 'POST', carPath(String(firstCar), 'identity-token'), {
       token: owner.token,
       body: { app_id: appId, locale: 'en-GB' },
@@ -119,15 +147,15 @@ describe.skipIf(redisAway)(`restore from a backup${redisAway ? ` (skipped: ${red
     await redis.flushdb();
 
     // The restore: a new database from the dump, a new Mosquitto with an empty dynamic-security file.
-    const newStore = await openTestStore({ serverUrl: postgresServerUrl });
+    const newStore = await openTestStore({ serverUrl: postgresServerUrl, empty: true });
     execFileSync('pg_restore', ['--no-owner', `--dbname=${newStore.databaseUrl}`, backup]);
     const newMosquitto = await startMosquitto();
     restored = {
       store: newStore,
       mosquitto: newMosquitto,
-      service: await startTestService(serviceEnv(newMosquitto), {
+      service: await startTestService(serviceEnv(newMosquitto, bucket), {
         store: newStore,
-        dataDir,
+        dataDir: restoredDataDir,
         clockRuns: true,
       }),
     };
@@ -140,7 +168,13 @@ describe.skipIf(redisAway)(`restore from a backup${redisAway ? ` (skipped: ${red
     await original?.store.close();
     await redis.flushdb().catch(() => undefined);
     redis.disconnect();
-    rmSync(dataDir, { recursive: true, force: true });
+    await bucket?.stop();
+    rmSync(workDir, { recursive: true, force: true });
+  });
+
+  test('when the service starts on the restored database then the package published before the backup downloads from the bucket, the same bytes', async () => {
+    assert.ok(restored);
+    assert.equal(await downloadedSha256(restored.service.url, admin, versionId), packageSha256);
   });
 
   test('when the service starts on the restored database then every car and connector signs in to the new Mosquitto with its old password', async () => {
@@ -176,7 +210,7 @@ describe.skipIf(redisAway)(`restore from a backup${redisAway ? ` (skipped: ${red
     const replicas = await Promise.all(
       ['svc-a', 'svc-b'].map((replica) =>
         startTestService(
-          { ...serviceEnv(mosquitto), SVC_REPLICA_ID: replica },
+          { ...serviceEnv(mosquitto, bucket), SVC_REPLICA_ID: replica },
           { store, dataDir, clockRuns: true },
         ),
       ),
@@ -211,7 +245,7 @@ describe.skipIf(redisAway)(`restore from a backup${redisAway ? ` (skipped: ${red
           ...process.env,
           DATABASE_URL: String(restored.store.databaseUrl),
           SVC_KEY_ENCRYPTION_KEY: restored.service.config.keyEncryptionKey?.toString('base64') ?? '',
-          ...serviceEnv(restored.mosquitto),
+          ...serviceEnv(restored.mosquitto, bucket),
         },
         encoding: 'utf8',
       },

@@ -10,6 +10,22 @@ import { inject } from 'vitest';
 import { loadConfig } from '../../src/config.ts';
 import { type Db, openStore, storeOpened } from '../../src/store/db.ts';
 
+/** The run's one migrated database (scripts/test/store-template.global.ts provides it). */
+export interface StoreTemplate {
+  /** `dumpDataDir` of a migrated PGlite database, uncompressed tar. */
+  pgliteDump: string;
+  /** The same database unpacked: a data folder's `db` copied from it starts migrated. */
+  pgliteDir: string;
+  /** With DATABASE_URL: the migrated database each test file's database is made from. */
+  postgresTemplate?: string;
+}
+
+declare module 'vitest' {
+  export interface ProvidedContext {
+    storeTemplate: StoreTemplate;
+  }
+}
+
 export interface TestStore {
   db: Db;
   kind: 'pglite' | 'postgres';
