@@ -26,7 +26,8 @@ import { createKeyService } from './ssh-keys/key-service.ts';
 import type { Db } from './store/db.ts';
 import type { KeyRing } from './store/key-encryption.ts';
 import { createStoreReadiness } from './store/readiness.ts';
-import { createPackageStore } from './uploads/package-store.ts';
+import { createBucketPackageStore } from './uploads/bucket-package-store.ts';
+import { createFilePackageStore } from './uploads/file-package-store.ts';
 import { createUploadService } from './uploads/upload-service.ts';
 
 export type Services = ReturnType<typeof createServices>;
@@ -52,7 +53,9 @@ export function createServices(deps: {
 }) {
   const { db, config, clock, logger, commandMetrics } = deps;
   // Packages in DATA_DIR, or in the bucket every replica shares (S3_BUCKET).
-  const packages = createPackageStore(config, logger);
+  const packages = config.packageBucket
+    ? createBucketPackageStore(config.packageBucket, { logger })
+    : createFilePackageStore(config.dataDir);
   const tokens = createTokenService(db, config, clock);
   const failures = createFailureLimit(db, clock);
   const uploads = createUploadService({ db, config, clock, packages, baseUrl: () => deps.audience() });

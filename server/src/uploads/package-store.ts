@@ -1,14 +1,10 @@
 /**
  * Where packages are kept: files in `$DATA_DIR/blobs` (the embedded default) or objects in an
  * S3-compatible bucket (`S3_BUCKET`), behind one interface that never hands out where the bytes
- * lie except as a file to read for the length of a call.
+ * lie except as a file to read for the length of a call. services.ts picks the store.
  */
 import { createHash } from 'node:crypto';
 import { type Readable, Transform } from 'node:stream';
-import type { Config } from '../config.ts';
-import type { Logger } from '../logger.ts';
-import { createBucketPackageStore } from './bucket-package-store.ts';
-import { createFilePackageStore } from './file-package-store.ts';
 
 /** What a receiver that died mid-upload may have left (only the file store leaves anything). */
 export interface PartialFile {
@@ -92,11 +88,4 @@ export function checkedAgainst(expected: PackageDigest, where: string): Transfor
       done(null, held);
     },
   });
-}
-
-/** The bucket when S3_BUCKET is set, else files in DATA_DIR. */
-export function createPackageStore(config: Config, logger: Logger): PackageStore {
-  return config.packageBucket
-    ? createBucketPackageStore(config.packageBucket, { logger })
-    : createFilePackageStore(config.dataDir);
 }
