@@ -12,13 +12,16 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import knex from 'knex';
 import type { TestProject } from 'vitest/node';
-import { migrateToLatest, openStore, storeOpened } from '../../server/src/store/db.ts';
 import type { StoreTemplate } from '../../server/test/support/store.ts';
 
 /** Where a service process started by a test finds the migrated PGlite data folder. */
 export const pgliteTemplateVariable = 'SVC_TEST_PGLITE_TEMPLATE';
 
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
+  // Imported here, not at the top: the store's modules import @svc/sdk, whose build the global
+  // setup before this one makes on a clean clone, and vitest imports every setup file before it
+  // runs the first.
+  const { migrateToLatest, openStore, storeOpened } = await import('../../server/src/store/db.ts');
   const folder = mkdtempSync(join(tmpdir(), 'svc-store-template-'));
   const template: StoreTemplate = {
     pgliteDump: join(folder, 'pglite.tar'),
