@@ -2,8 +2,8 @@
  * Lists the test files that open a store: those whose imports reach server/test/support/store.ts
  * (startTestService, openTestStore); with `--others`, every other test file; with
  * `--reading-database-url`, the store suites but those that run on the machine's Postgres whatever
- * DATABASE_URL says (`postgresServerUrl`). CI runs those again on Postgres (on Node 20); the others
- * never read DATABASE_URL, and the ones on Postgres anyway ran on it already.
+ * DATABASE_URL says (`postgresServerUrl`); with `--store-dependent`, of those the ones whose tests
+ * change with the store, which CI runs again on Postgres (on Node 20).
  */
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
@@ -57,6 +57,17 @@ export function suitesReadingDatabaseUrl(): string[] {
   return storeSuites().filter((file) => !alwaysOnPostgres(file));
 }
 
+/**
+ * Store suites whose tests change with the store: they read DATABASE_URL or the store's kind (an
+ * outage made on the server, replicas on one database, Postgres's locks and timeouts).
+ */
+export function storeDependentSuites(): string[] {
+  const dependsOnStore = /process\.env\.DATABASE_URL|\.kind === '(postgres|pglite)'|\.databaseUrl\b/;
+  return suitesReadingDatabaseUrl().filter((file) =>
+    dependsOnStore.test(readFileSync(join(repoRoot, file), 'utf8')),
+  );
+}
+
 export function otherSuites(): string[] {
   return testFiles()
     .filter((file) => !reachesStore(file))
@@ -68,6 +79,8 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
     ? otherSuites()
     : process.argv.includes('--reading-database-url')
       ? suitesReadingDatabaseUrl()
-      : storeSuites();
+      : process.argv.includes('--store-dependent')
+        ? storeDependentSuites()
+        : storeSuites();
   process.stdout.write(`${suites.join('\n')}\n`);
 }

@@ -1,7 +1,7 @@
 /** The lists CI splits the test files by on Node 20: those that open a store (on Postgres), and the others. */
 import assert from 'node:assert/strict';
 import { test } from 'vitest';
-import { otherSuites, storeSuites, suitesReadingDatabaseUrl } from '../store-suites.ts';
+import { otherSuites, storeDependentSuites, storeSuites, suitesReadingDatabaseUrl } from '../store-suites.ts';
 
 test('when the store suites are listed then the files that start a test service or open a store are in it, and the store-free ones are not', () => {
   const suites = storeSuites();
@@ -38,4 +38,12 @@ test('when the suites reading DATABASE_URL are listed then the store suites on P
     storeSuites().filter((file) => !reading.includes(file)),
     ['server/test/keys-at-rest.test.ts', 'server/test/restore-from-backup.test.ts'],
   );
+});
+
+test('when the store-dependent suites are listed then those whose tests change with the store are in it, and those that only start a service are not', () => {
+  const dependent = storeDependentSuites();
+  for (const file of ['server/test/store-connections.test.ts', 'server/test/command-replicas.test.ts'])
+    assert.ok(dependent.includes(file), file);
+  for (const file of ['server/test/accounts.test.ts', 'cli/test/owners-e2e.test.ts'])
+    assert.ok(!dependent.includes(file), file);
 });
