@@ -14,6 +14,7 @@ import { afterAll, beforeAll, describe, test } from 'vitest';
 import { bucketPartBytes } from '../src/uploads/bucket-package-store.ts';
 import { type Developer, signUpDeveloper } from './support/accounts.ts';
 import { call, eventually, putPackage, sameUrlOn, startRequest } from './support/http.ts';
+import { testKeyEncryptionKey } from './support/key-encryption.ts';
 import { makePackage, manifestFor, type TestPackage } from './support/packages.ts';
 import { s3rverCredentials, startS3rver, type TestBucket } from './support/s3rver.ts';
 import { startTestService, type TestService } from './support/service.ts';
@@ -209,7 +210,10 @@ describe('packages in an S3-compatible bucket', () => {
     const pkg = multipartPackage('com.example.bucket.killed');
     // On Postgres the killed replica shares the other replicas' database, and the URL is tried
     // again through one of them; on PGlite, through the replica started again on its data folder.
-    const shared: Record<string, string> = store.databaseUrl ? { DATABASE_URL: store.databaseUrl } : {};
+    // (with the replicas' key-encryption key, which Postgres needs).
+    const shared: Record<string, string> = store.databaseUrl
+      ? { DATABASE_URL: store.databaseUrl, SVC_KEY_ENCRYPTION_KEY: testKeyEncryptionKey }
+      : {};
     const env = { ...bucket.env, ...shared, SVC_UPLOAD_LEASE: '1s' };
     const dataDir = mkdtempSync(join(tmpdir(), 'svc-bucket-killed-'));
     let again: ServiceProcess | undefined;
