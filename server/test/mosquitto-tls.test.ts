@@ -14,7 +14,7 @@ import mqtt from 'mqtt';
 import { afterAll, beforeAll, describe, test } from 'vitest';
 import { carTopic } from '../../generated/mqtt.ts';
 import { signUpAdmin } from './support/accounts.ts';
-import { provisionCar } from './support/cars.ts';
+import { provisionCar, statusReport } from './support/cars.ts';
 import { makeCertificates, type TestCertificates } from './support/certificates.ts';
 import { call, eventually } from './support/http.ts';
 import { sample } from './support/metrics.ts';
@@ -111,14 +111,7 @@ describe("README's mosquitto.conf, over TLS", () => {
     try {
       await car.publishAsync(
         carTopic('brand_b', 'mosquitto-tls-1', 'status'),
-        JSON.stringify({
-          device_id: deviceId,
-          brand: 'brand_b',
-          reported_at: new Date(service.clock.now).toISOString(),
-          host_version: '2.14.0',
-          state: { ignition: false, doors_locked: true },
-          installed_apps: [],
-        }),
+        statusReport(deviceId, 'brand_b', service.clock.now),
         { qos: 1 },
       );
       await eventually('the status report is stored', async () => {

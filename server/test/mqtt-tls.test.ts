@@ -13,7 +13,7 @@ import { afterAll, beforeAll, describe, test } from 'vitest';
 import { carTopic } from '../../generated/mqtt.ts';
 import { runCli } from '../../simulator/src/index.ts';
 import { type Developer, signUpAdmin } from './support/accounts.ts';
-import { provisionCar } from './support/cars.ts';
+import { provisionCar, statusReport } from './support/cars.ts';
 import { makeCertificates, type TestCertificates } from './support/certificates.ts';
 import { eventually } from './support/http.ts';
 import { sample } from './support/metrics.ts';
@@ -63,14 +63,7 @@ describe('the embedded broker over TLS', () => {
       assert.equal((car.stream as { encrypted?: boolean }).encrypted, true, 'the connection is TLS');
       await car.publishAsync(
         carTopic('brand_b', 'tls-car-1', 'status'),
-        JSON.stringify({
-          device_id: deviceId,
-          brand: 'brand_b',
-          reported_at: new Date(service.clock.now).toISOString(),
-          host_version: '2.14.0',
-          state: { ignition: false, doors_locked: true },
-          installed_apps: [],
-        }),
+        statusReport(deviceId, 'brand_b', service.clock.now),
         { qos: 1 },
       );
       await eventually('the status report is stored', async () => {

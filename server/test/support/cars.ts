@@ -33,3 +33,15 @@ export async function ownerOf(service: TestService, deviceId: string): Promise<s
 
 export const carPath = (deviceId: string, what: string) =>
   `/api/v1/cars/${encodeURIComponent(deviceId)}/${what}`;
+
+/** A car's status report as the contract (asyncapi/) has it: parked, doors locked, no apps. */
+export function statusReport(deviceId: string, brand: string, reportedAt: number): string {
+  return JSON.stringify({
+    device_id: deviceId,
+    brand,
+    reported_at: new Date(reportedAt).toISOString(),
+    host_version: '2.14.0',
+    state: { ignition: false, doors_locked: true },
+    installed_apps: [],
+  });
+}
