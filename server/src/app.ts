@@ -249,13 +249,14 @@ export function createApp(config: Config, deps: AppDependencies = {}) {
     pacing.allowing(config.uploadUrlTtlSeconds * 1000),
     requireIssuedUploadUrl,
   );
+  const validators = contractValidators(contract, {
+    validateResponses: config.validateResponses,
+    jsonLimitBytes: config.jsonLimitBytes,
+  });
   app.use(
     bindHandlers(express.Router(), createHandlers(services), {
       authenticate: bearerAuthenticator(services.tokens),
-      validate: contractValidators(contract, {
-        validateResponses: config.validateResponses,
-        jsonLimitBytes: config.jsonLimitBytes,
-      }),
+      validate: validators.forOperation,
     }),
   );
   app.use(docsRouter(contract, deps.docsDir, () => audience()));
@@ -265,6 +266,7 @@ export function createApp(config: Config, deps: AppDependencies = {}) {
   app.use(problemMiddleware({ logger, jsonLimitBytes: config.jsonLimitBytes }));
 
   let server: Server | undefined;
+  let stopped = false;
   let metricsServer: Server | undefined;
   let sweeper: NodeJS.Timeout | undefined;
   let sweeping: Promise<void> = Promise.resolve();
@@ -398,7 +400,15 @@ export function createApp(config: Config, deps: AppDependencies = {}) {
      * go and deletes its partial file), closes the broker (or the service's connection to it),
      * and closes the store.
      */
+    /**
+     * Makes the contract's validators in the background, once listening, so that no first request
+     * of a path waits for its own; a service in a test leaves them to be made as requests come.
+     */
+    warm(): Promise<void> {
+      return validators.warm(() => stopped);
+    },
     async stop(): Promise<StoppedApp> {
+      stopped = true;
       clearInterval(sweeper);
       clearInterval(keySweeper);
       clearInterval(keyChecker);

@@ -250,6 +250,7 @@ async function main(): Promise<void> {
       refuse(error.message);
     refuseStore(config, logger, error);
   }
+  void service.warm();
   const { url, metricsUrl, mqttUrl, mqttTlsUrl, adminCodes } = started;
   const publicUrl = config.publicUrl ?? url;
   const store = describeStore({

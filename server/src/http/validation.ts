@@ -4,7 +4,13 @@
  * would look every request up by compiling each path's pattern in turn (about 17 compilations
  * for /api/v1/dev/me); here it has only its own path to try. The rules are the same: requests
  * always validated (no type coercion, unknown query parameters refused), responses in tests.
+ *
+ * A path's instance is made at its first request, or earlier by `warm`: each one compiles the
+ * OpenAPI meta-schema and walks the contract's schemas (about 0.1 s), so making all of them
+ * before listening held a start at 5 s of compiling before /healthz could answer.
  */
+
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import { describeUnstorableText, findUnstorableText, uuidPattern } from '@svc/sdk';
 import type { RequestHandler } from 'express';
 import * as OpenApiValidator from 'express-openapi-validator';
@@ -17,24 +23,16 @@ import { lowerCaseUuids, uuidPlaces } from './uuid-ids.ts';
 type Contract = OpenAPIV3.DocumentV3_1;
 
 /**
- * The middleware before an operation's handler: the JSON body parser where the contract has a JSON
- * request body (not on every GET), then the contract validator of the operation's path.
+ * `forOperation` gives the middleware before an operation's handler: the JSON body parser where the
+ * contract has a JSON request body (not on every GET), then the contract validator of the
+ * operation's path. `warm` makes every path's validator ahead of its first request.
  */
 export function contractValidators(
   contract: Contract,
   options: { validateResponses: boolean; jsonLimitBytes: number },
 ) {
   const byPath = new Map<string, RequestHandler[]>();
-  const json = jsonBody(options.jsonLimitBytes);
-  return (operationId: OperationId): RequestHandler[] => {
-    const { openapiPath, method } = routes[operationId];
-    const operation = contract.paths?.[openapiPath]?.[method] as
-      | { requestBody?: { content?: object } }
-      | undefined;
-    const parsers =
-      operation?.requestBody?.content && 'application/json' in operation.requestBody.content
-        ? [json, refuseUnstorableText]
-        : [];
+  const validatorsOf = (openapiPath: string): RequestHandler[] => {
     let validators = byPath.get(openapiPath);
     if (!validators) {
       validators = OpenApiValidator.middleware({
@@ -49,9 +47,49 @@ export function contractValidators(
       }) as RequestHandler[];
       byPath.set(openapiPath, validators);
     }
-    // Express answers HEAD from the GET route: a HEAD is checked as the GET it stands for.
-    const checks = method === 'get' ? validators.map(checkingHeadAsGet) : validators;
-    return [...parsers, ...checks, ...lowerCaseUuids(uuidPlaces(contract, openapiPath, method))];
+    return validators;
+  };
+  const json = jsonBody(options.jsonLimitBytes);
+  return {
+    forOperation(operationId: OperationId): RequestHandler[] {
+      const { openapiPath, method } = routes[operationId];
+      const operation = contract.paths?.[openapiPath]?.[method] as
+        | { requestBody?: { content?: object } }
+        | undefined;
+      const parsers =
+        operation?.requestBody?.content && 'application/json' in operation.requestBody.content
+          ? [json, refuseUnstorableText]
+          : [];
+      const validate = inTurn(() => validatorsOf(openapiPath));
+      // Express answers HEAD from the GET route: a HEAD is checked as the GET it stands for.
+      const check = method === 'get' ? checkingHeadAsGet(validate) : validate;
+      return [...parsers, check, ...lowerCaseUuids(uuidPlaces(contract, openapiPath, method))];
+    },
+    /**
+     * Makes the validators of the paths no request has reached yet, one path a turn of the event
+     * loop so that requests arriving meanwhile are answered in between. Stops when `stopped` says.
+     */
+    async warm(stopped: () => boolean = () => false): Promise<void> {
+      for (const openapiPath of Object.keys(contract.paths ?? {})) {
+        if (stopped()) return;
+        validatorsOf(openapiPath);
+        await nextTurn();
+      }
+    },
+  };
+}
+
+/** Runs `handlers()` one after another as one middleware, passing on the first error. */
+function inTurn(handlers: () => RequestHandler[]): RequestHandler {
+  return (req, res, next) => {
+    const list = handlers();
+    let index = 0;
+    const step = (error?: unknown) => {
+      const handler = list[index++];
+      if (error || !handler) return next(error);
+      handler(req, res, step);
+    };
+    step();
   };
 }
 
