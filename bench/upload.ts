@@ -27,7 +27,10 @@
  * above, each of BENCH_RUNS more rounds packs the folder once per upload and sends it with curl to
  * the filesystem service and to the bucket service, in turns (which goes first alternates). Their
  * medians' ratio is the bucket row; the goal is 0.8×. s3rver writes each part to disk and copies
- * them into one file on completion, which a real S3 does not do on this machine's disk.
+ * them into one file on completion, which a real S3 does not do on this machine's disk. So each round
+ * also sends the package into the bucket with the SDK's multipart upload alone (the service's part
+ * settings, from a process of its own): what s3rver takes at best, which shows the service's own cost
+ * apart from s3rver's.
  *
  * Memory: the service's growth is its peak resident set while svc publishes (VmHWM, reset through
  * /proc/<pid>/clear_refs before each step, and VmRSS polled every 50 ms in case the reset is not
@@ -44,6 +47,7 @@ import { createWriteStream, existsSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { listPackageFiles, type PackedPackage, packPackage } from '../cli/src/publish/pack.ts';
 import { buildCli, cliDist } from '../scripts/build-cli.ts';
 import { s3rverCredentials, startS3rver, type TestBucket } from '../server/test/support/s3rver.ts';
@@ -339,6 +343,25 @@ async function packThenCurl(service: RunningService, token: string, appDir: stri
   }
 }
 
+/** Packs the app, then sends it into the bucket with the SDK alone, from a process of its own. */
+async function packThenUploadDirect(bucket: TestBucket, appDir: string, key: string): Promise<number> {
+  const packed = await packPackage(appDir, await listPackageFiles(appDir));
+  try {
+    const script = fileURLToPath(new URL('./support/upload-to-bucket.ts', import.meta.url));
+    const finished = await run(process.execPath, ['--import', 'tsx', script, packed.path, key], {
+      ...process.env,
+      ...bucket.env,
+    });
+    const rate = Number(finished.stdout.trim());
+    if (finished.code !== 0 || !Number.isFinite(rate)) {
+      throw new Error(`the direct upload into the bucket failed:\n${finished.stderr}`);
+    }
+    return rate;
+  } finally {
+    await packed.remove();
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 // The report.
 
@@ -356,6 +379,8 @@ interface BucketRound {
   bucketFirst: boolean;
   filesystem: CurlUpload;
   bucket: CurlUpload;
+  /** MiB/s of the SDK's multipart upload of a package straight into the bucket, no service between. */
+  directMibPerSecond: number;
 }
 
 function report(rounds: Round[], bucketRounds: BucketRound[], cliIdleMib: number, packageMib: number): void {
@@ -395,19 +420,21 @@ function report(rounds: Round[], bucketRounds: BucketRound[], cliIdleMib: number
   );
 
   printTable(
-    ['bucket round', 'order', 'filesystem MiB/s', 'bucket MiB/s', 'bucket +MiB'],
+    ['bucket round', 'order', 'filesystem MiB/s', 'bucket MiB/s', 'bucket +MiB', 'direct MiB/s'],
     bucketRounds.map((round, index) => [
       String(index + 1),
       round.bucketFirst ? 'bucket,fs' : 'fs,bucket',
       round.filesystem.uploadMibPerSecond.toFixed(1),
       round.bucket.uploadMibPerSecond.toFixed(1),
       round.bucket.serverGrowthMib.toFixed(1),
+      round.directMibPerSecond.toFixed(1),
     ]),
     2,
   );
   process.stdout.write(
     'curl -T of the same package (packed just before each) to the filesystem service and to the service\n' +
-      "whose packages go to s3rver's bucket; bucket +MiB: how much that service grew meanwhile.\n\n",
+      "whose packages go to s3rver's bucket; bucket +MiB: how much that service grew meanwhile; direct: the\n" +
+      "SDK's multipart upload (the service's part size and parts in flight) straight into s3rver's bucket.\n\n",
   );
 
   const worst = (values: number[]) => Math.max(...values);
@@ -421,6 +448,7 @@ function report(rounds: Round[], bucketRounds: BucketRound[], cliIdleMib: number
   const bucketRate = median(bucketRounds.map((round) => round.bucket.uploadMibPerSecond));
   const bucketRatio = bucketRate / filesystemRate;
   const bucketGrowth = worst(bucketRounds.map((round) => round.bucket.serverGrowthMib));
+  const directRate = median(bucketRounds.map((round) => round.directMibPerSecond));
   const verdict = (met: boolean) => (met ? 'met' : 'NOT met');
   const verdicts = [
     serverGrowth <= goals.serverGrowthMib,
@@ -464,6 +492,8 @@ function report(rounds: Round[], bucketRounds: BucketRound[], cliIdleMib: number
       ],
       ['bucket / filesystem', `${bucketRatio.toFixed(2)}x`, `>= ${goals.bucketRatio}x`, verdict(verdicts[3])],
       ['  reference: bucket service RSS growth (worst)', `${bucketGrowth.toFixed(1)} MiB`, '', ''],
+      ['  reference: multipart straight into s3rver (median)', `${directRate.toFixed(1)} MiB/s`, '', ''],
+      ['  reference: bucket service / that', `${(bucketRate / directRate).toFixed(2)}x`, '', ''],
     ],
     1,
   );
@@ -543,10 +573,12 @@ async function main(): Promise<void> {
       const toFilesystem = () => packThenCurl(running, token, appDir);
       const first = await (bucketFirst ? toBucket() : toFilesystem());
       const second = await (bucketFirst ? toFilesystem() : toBucket());
+      const directMibPerSecond = await packThenUploadDirect(bucket, appDir, `direct/${round}`);
       bucketRounds.push({
         bucketFirst,
         bucket: bucketFirst ? first : second,
         filesystem: bucketFirst ? second : first,
+        directMibPerSecond,
       });
     }
     report(measured, bucketRounds, idle.peakMib, packedAtStart.size / mib);

@@ -25,7 +25,7 @@ import {
  * whatever the package's size (8 MiB × 4 plus the part being filled).
  */
 export const bucketPartBytes = 8 * 1024 * 1024;
-const partsAtOnce = 4;
+export const bucketPartsAtOnce = 4;
 
 /** The HTTP status of an S3 error answer, if the error is one. */
 const statusOf = (error: unknown) =>
@@ -100,7 +100,7 @@ export function createBucketPackageStore(settings: PackageBucket, options: { log
         client,
         params: { Bucket: bucket, Key: keyOf(uploadId), Body: body, ContentType: 'application/gzip' },
         partSize: bucketPartBytes,
-        queueSize: partsAtOnce,
+        queueSize: bucketPartsAtOnce,
         // Aborted below, where a server that cannot abort (s3rver) is no failure of the PUT's.
         leavePartsOnError: true,
       });
