@@ -126,8 +126,8 @@ const claimsTheServiceSets = ['sub', 'device_id', 'brand', 'locale', 'iss', 'aud
 
 /**
  * How long a fetched key set is used before it is fetched again: the service's `max-age=300`. The
- * service publishes a key 5 minutes before it signs with it (docs/decisions.md, "Signing-key
- * rotation"), so a set at most this old holds the key of every fresh token; jose's default, 10
+ * service publishes a key 5 minutes before it signs with it (docs/adr/0022-signing-key-rotation.md),
+ * so a set at most this old holds the key of every fresh token; jose's default, 10
  * minutes, would lean on the refetch for an unknown `kid` after each rotation.
  */
 const keySetMaxAgeMs = 300_000;

@@ -58,12 +58,12 @@ describe('@svc/sdk, packed and installed', () => {
   });
   afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 
-  test('when packed then it writes the file the READMEs tell developers to install', () => {
-    // The package is not on the public registry: the READMEs name the tarball, which a new version renames.
-    for (const readme of ['README.md', 'client/README.md', 'examples/hello-car/README.md']) {
-      const text = readFileSync(join(repoRoot, readme), 'utf8');
+  test('when packed then it writes the file the docs tell developers to install', () => {
+    // The package is not on the public registry: the docs name the tarball, which a new version renames.
+    for (const page of ['docs/mini-apps.md', 'client/README.md', 'examples/hello-car/README.md']) {
+      const text = readFileSync(join(repoRoot, page), 'utf8');
       const named = new Set(text.match(/svc-sdk-[\w.-]+?\.tgz/g) ?? []);
-      assert.deepEqual([...named], [tarballName], `${readme} names ${[...named].join(', ') || 'no tarball'}`);
+      assert.deepEqual([...named], [tarballName], `${page} names ${[...named].join(', ') || 'no tarball'}`);
     }
   });
 

@@ -181,7 +181,10 @@ function NotAnAdmin() {
   return (
     <main>
       <PageHeading title="Review queue">Review queue</PageHeading>
-      <p>Only admins review mini-apps. The service's operator names them (see the README, "Admins").</p>
+      <p>
+        Only admins review mini-apps. The service's operator names them (see docs/getting-started.md,
+        "Admins").
+      </p>
     </main>
   );
 }

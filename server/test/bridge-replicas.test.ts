@@ -51,7 +51,7 @@ describe.skipIf(needsPostgres)(
         MQTT_PASSWORD: mosquitto.admin.password,
       };
       for (let i = 0; i < 2; i += 1) {
-        // Each replica its own name, so its own broker session (README "Replicas and broker restarts").
+        // Each replica its own name, so its own broker session (docs/operating.md, "Replicas and broker restarts").
         replicas.push(
           await startTestService({ ...env, SVC_REPLICA_ID: `replica-${i + 1}` }, { store, clockRuns: true }),
         );

@@ -43,7 +43,7 @@ describe.skipIf(needsPostgres)(
         // Often, so that each replica's sweep also finds the other's commands queued.
         SVC_COMMAND_SWEEP: '1s',
       };
-      // Each replica its own name, so its own broker session (README "Replicas and broker restarts").
+      // Each replica its own name, so its own broker session (docs/operating.md, "Replicas and broker restarts").
       for (let i = 0; i < 2; i += 1) {
         replicas.push(
           await startTestService({ ...env, SVC_REPLICA_ID: `replica-${i + 1}` }, { store, clockRuns: true }),

@@ -1,5 +1,5 @@
 /**
- * README "The broker" gives operators a whole `mosquitto.conf`: this starts it as written, with
+ * docs/operating.md, "The broker", gives operators a whole `mosquitto.conf`: this starts it as written, with
  * only its ports, paths and `user` changed, and runs the service against it over TLS with MQTT_CA
  * (issue 25, point 6): the bridge and the dynamic-security client connect with `mqtts://`, a car
  * that trusts the CA signs in and is heard, and a service that trusts another CA is refused at start.
@@ -21,7 +21,7 @@ import { sample } from './support/metrics.ts';
 import { accepting, freePort, grantServiceRole } from './support/mosquitto.ts';
 import { startTestService, type TestService } from './support/service.ts';
 
-const readme = readFileSync(join(import.meta.dirname, '../../README.md'), 'utf8');
+const operating = readFileSync(join(import.meta.dirname, '../../docs/operating.md'), 'utf8');
 const adminEmail = 'mosquitto-tls-admin@example.com';
 
 let certs: TestCertificates;
@@ -29,10 +29,13 @@ let mosquitto: ChildProcess | undefined;
 let tlsPort: number;
 const admin = { username: 'svc-admin', password: randomBytes(18).toString('hex') };
 
-/** The README's file, as an operator on this machine would place it. */
-function configFromReadme(localPort: number): string {
-  const written = /```conf\n(# mosquitto\.conf for svc\n[\s\S]*?)```/.exec(readme)?.[1];
-  assert.ok(written, 'README "The broker" holds a ```conf block starting "# mosquitto.conf for svc"');
+/** docs/operating.md's file, as an operator on this machine would place it. */
+function configFromOperating(localPort: number): string {
+  const written = /```conf\n(# mosquitto\.conf for svc\n[\s\S]*?)```/.exec(operating)?.[1];
+  assert.ok(
+    written,
+    'docs/operating.md, "The broker", holds a ```conf block starting "# mosquitto.conf for svc"',
+  );
   const substituted = written
     .replace('listener 1883 127.0.0.1', `listener ${localPort} 127.0.0.1`)
     .replace('listener 8883', `listener ${tlsPort} 127.0.0.1`)
@@ -55,7 +58,7 @@ beforeAll(async () => {
   });
   grantServiceRole(dynsecFile, admin.username);
   const configFile = join(certs.dir, 'mosquitto.conf');
-  writeFileSync(configFile, configFromReadme(localPort));
+  writeFileSync(configFile, configFromOperating(localPort));
   let output = '';
   const child = spawn('/usr/sbin/mosquitto', ['-c', configFile], { stdio: ['ignore', 'ignore', 'pipe'] });
   mosquitto = child;
@@ -82,7 +85,7 @@ const overTls = (ca: string): Record<string, string> => ({
   SVC_ADMIN_EMAILS: adminEmail,
 });
 
-describe("README's mosquitto.conf, over TLS", () => {
+describe("docs/operating.md's mosquitto.conf, over TLS", () => {
   let service: TestService;
   beforeAll(async () => {
     service = await startTestService(overTls(certs.ca));

@@ -2,7 +2,7 @@
  * OpenSSH private key files (`-----BEGIN OPENSSH PRIVATE KEY-----`): what the file says of itself,
  * read before any passphrase so a key is refused clearly, then the key read and decrypted by sshpk
  * and signing with node:crypto. AES-GCM and chacha20-poly1305 files are refused with the command
- * that re-encrypts them (docs/decisions.md).
+ * that re-encrypts them (docs/adr/0008-ssh-code-in-its-own-workspace.md).
  */
 import { Buffer } from 'node:buffer';
 import { createPrivateKey, createPublicKey, type KeyObject, sign } from 'node:crypto';

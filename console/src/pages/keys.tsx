@@ -184,8 +184,8 @@ function NextStep({ hasKeys }: { hasKeys: boolean }) {
       <p>
         It signs in with <code>~/.ssh/id_ed25519</code>; <code>--key &lt;path&gt;</code> names another key.{' '}
         <code>svc whoami</code> then shows the key's fingerprint, as listed here. In a checkout of the svc
-        repository, run it as <code>npx svc login</code> (its README says how to install <code>svc</code>{' '}
-        elsewhere).
+        repository, run it as <code>npx svc login</code> (docs/cli.md in it says how to install{' '}
+        <code>svc</code> elsewhere).
       </p>
     </section>
   );

@@ -1,5 +1,5 @@
 /**
- * The identity-token signing keys and their rotation (docs/decisions.md, "Signing-key rotation").
+ * The identity-token signing keys and their rotation (docs/adr/0022-signing-key-rotation.md).
  * Keys live in the SQL store, so every replica signs with the key the store calls current and
  * serves the same JWKS. A key is `next` (published, signs nothing) for a whole rotation period,
  * then `current` (signs every token), then `retired`: published until the last token it signed

@@ -120,7 +120,7 @@ type Handler<S extends ServiceReceivedSuffix> = (
 /**
  * How long the broker keeps the bridge's session, and queues the cars' QoS 1 messages in it, while
  * the replica is away (a restart, an upgrade, a crash). A replica gone for good leaves what the
- * broker queued for it there until then (docs/decisions.md, "Replicas and broker sessions").
+ * broker queued for it there until then (docs/adr/0039-replicas-and-broker-sessions.md).
  */
 const sessionExpirySeconds = 3600;
 

@@ -93,7 +93,7 @@ function isServiceClient(clientId: string): boolean {
 }
 
 /**
- * What the broker queues for the service's own sessions: the bound README "The broker" asks of
+ * What the broker queues for the service's own sessions: the bound docs/operating.md, "The broker", asks of
  * Mosquitto, room for the bridge to fall behind in a burst without losing what cars delivered.
  */
 const serviceQueueBound: QueueBound = { messages: 100_000, bytes: 256 * 1024 * 1024 };

@@ -56,7 +56,7 @@ export function dynsecAcls(account: BrokerAccount): DynsecAcl[] {
 }
 
 /**
- * The service's row, for the role the operator gives MQTT_USERNAME (README, "The broker"): send
+ * The service's row, for the role the operator gives MQTT_USERNAME (docs/operating.md, "The broker"): send
  * `cmd` to every car, subscribe to the topics cars send, plain or as the shared subscription
  * `$share/svc/…` of several replicas (Mosquitto checks the filter as the client wrote it).
  */
@@ -251,7 +251,7 @@ export function createMosquittoBroker(deps: {
         await client.endAsync().catch(() => undefined);
         client = undefined;
         throw new BrokerSetupError(
-          `the broker at MQTT_URL ${deps.url} gave MQTT_USERNAME ${deps.username} no answer on ${controlTopic}: load the dynamic-security plugin in mosquitto.conf and give that account its admin role (README "The broker")`,
+          `the broker at MQTT_URL ${deps.url} gave MQTT_USERNAME ${deps.username} no answer on ${controlTopic}: load the dynamic-security plugin in mosquitto.conf and give that account its admin role (docs/operating.md, "The broker")`,
         );
       }
       return deps.url;

@@ -12,7 +12,7 @@ import { Duplex } from 'node:stream';
 /**
  * The largest packet a client may send: a status report with a long list of installed apps is a
  * few kilobytes, a fix a few hundred bytes. The same bound is the operator's `max_packet_size` on
- * Mosquitto (README, "The broker"), and the bridge's on payloads.
+ * Mosquitto (docs/operating.md, "The broker"), and the bridge's on payloads.
  */
 export const maxPacketBytes = 64 * 1024;
 

@@ -40,7 +40,7 @@ const isNotFound = (error: unknown) =>
  */
 async function connect(settings: PackageBucket) {
   // The SDK's plain-text notice on Node 20 would be the one line of stderr that is not the
-  // logger's JSON; the lock file holds a release that runs on Node 20 (docs/decisions.md).
+  // logger's JSON; the lock file holds a release that runs on Node 20 (docs/adr/0040-packages-in-a-bucket.md).
   process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
   const [s3, { Upload }] = await Promise.all([import('@aws-sdk/client-s3'), import('@aws-sdk/lib-storage')]);
   const client: S3Client = new s3.S3Client({

@@ -4,7 +4,7 @@
  * killed and started again on the same port with the same dynamic-security file (a crash and a
  * restart). By default it keeps nothing else (`persistence false`), as a broker that lost its state;
  * with `persistence: true` it keeps sessions, their queued messages and retained messages in a file
- * (README "The broker", step 6) and restarts with them.
+ * (docs/operating.md, "Replicas and broker restarts") and restarts with them.
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -62,7 +62,7 @@ export async function accepting(port: number, child: ChildProcess, output: () =>
 }
 
 /**
- * README "The broker", step 5: what Mosquitto may queue for one client that falls behind (the
+ * docs/operating.md, "The broker", step 5: what Mosquitto may queue for one client that falls behind (the
  * bridge, in a burst) before it drops QoS 1 messages: 100,000 messages, bounded to 256 MiB.
  */
 export const queuedForService = { messages: 100_000, bytes: 256 * 1024 * 1024 };
@@ -85,9 +85,9 @@ export async function startMosquitto(options: { persistence?: boolean } = {}): P
       ...(options.persistence
         ? ['persistence true', `persistence_location ${dir}/`, 'persistence_file mosquitto.db']
         : ['persistence false']),
-      // What README "The broker" asks operators for: the packets cars need, and no more.
+      // What docs/operating.md, "The broker", asks operators for: the packets cars need, and no more.
       `max_packet_size ${maxPacketBytes}`,
-      // Also from README "The broker": room for the bridge to fall behind in a burst without
+      // Also from docs/operating.md, "The broker": room for the bridge to fall behind in a burst without
       // Mosquitto dropping the QoS 1 messages queued for it (its default keeps 1,000).
       `max_queued_messages ${queuedForService.messages}`,
       `max_queued_bytes ${queuedForService.bytes}`,

@@ -1,4 +1,4 @@
-// README "The broker" gives operators the service's row of the ACL table to paste into
+// docs/operating.md, "The broker", gives operators the service's row of the ACL table to paste into
 // mosquitto_ctrl: it must be the row the service itself enforces and the tests' Mosquitto uses.
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
@@ -6,11 +6,11 @@ import { join } from 'node:path';
 import { describe, test } from 'vitest';
 import { serviceRoleAcls } from '../src/mqtt/mosquitto-dynsec.ts';
 
-const readme = readFileSync(join(import.meta.dirname, '../../README.md'), 'utf8');
+const operating = readFileSync(join(import.meta.dirname, '../../docs/operating.md'), 'utf8');
 
-describe('README, the broker', () => {
+describe('docs/operating.md, the broker', () => {
   test("when an operator pastes the role commands then the role holds exactly the service's row", () => {
-    const pasted = [...readme.matchAll(/^ {3}ctl addRoleACL svc-bridge (\w+) '([^']+)' allow$/gm)].map(
+    const pasted = [...operating.matchAll(/^ {3}ctl addRoleACL svc-bridge (\w+) '([^']+)' allow$/gm)].map(
       ([, acltype = '', topic = '']) => ({ acltype, topic, allow: true }),
     );
     const byTopic = (a: { topic: string }, b: { topic: string }) => a.topic.localeCompare(b.topic);
