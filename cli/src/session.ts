@@ -2,7 +2,7 @@
  * A command's connection to the service: which URL, which token (SVC_TOKEN, else the stored one),
  * the typed client, and the one place where HTTP failures become messages a person can act on.
  */
-import { type ApiClient, createApiClient, isProblem } from '@svc/sdk';
+import { type ApiClient, createApiClient, problemOf, unexpectedResponseCode } from '@svc/sdk';
 import { defaultApiUrl, type SvcContext } from './context.ts';
 import { AuthenticationNeeded, CliError, ExitCode } from './errors.ts';
 import { openTokenStore, resolveToken, type TokenSource, type TokenStore } from './token-store.ts';
@@ -95,9 +95,11 @@ export async function expectOk<T>(session: Session, call: Promise<FetchResult<T>
         'Set it with --api-url or SVC_API_URL.',
     );
   }
+  const refusal = problemOf(result);
+  if (!refusal) return result.data as T;
   const { response } = result;
-  if (response.ok) return result.data as T;
-  const problem = isProblem(result.error) ? result.error : undefined;
+  // An answer that is not the service's problem (a proxy's page) is told by its status alone.
+  const problem = refusal.code === unexpectedResponseCode ? undefined : refusal;
   switch (response.status) {
     case 401:
       throw new AuthenticationNeeded(refusedTokenMessage(session));

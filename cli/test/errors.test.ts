@@ -253,6 +253,18 @@ describe('svc errors a person understands', () => {
     assert.match(run.stderr, /try again in 17 seconds/);
   });
 
+  test('when something that is not the service answers (a proxy page) then only its status is told', async () => {
+    reply = { status: 502, body: '<html>Bad Gateway</html>', headers: { 'content-type': 'text/html' } };
+    const run = await runSvc(['keys', 'list'], env());
+    assert.equal(run.code, 1);
+    assert.match(run.stderr, /the service answered HTTP 502/);
+    assert.doesNotMatch(run.stderr, /not a problem|baseUrl/);
+
+    reply = { status: 426, body: '<html>Upgrade Required</html>', headers: { 'content-type': 'text/html' } };
+    const old = await runSvc(['keys', 'list'], env());
+    assert.match(old.stderr, /this svc is too old for the service: run `svc upgrade`/);
+  });
+
   test('when any request is sent then it names the tool and its version', async () => {
     reply = { status: 200, body: me };
     await runSvc(['whoami'], env());

@@ -57,3 +57,26 @@ export function isProblem(value: unknown): value is Problem {
     typeof (value as Problem).code === 'string'
   );
 }
+
+/** The code of the problem problemOf makes when an error answer is not a problem of this API. */
+export const unexpectedResponseCode = 'unexpected_response';
+
+/**
+ * What went wrong with one call of the client (openapi-fetch's `{ data, error, response }`), or
+ * undefined when the service answered 2xx. A refusal is the service's own problem; an error answer
+ * that is not one (a proxy's 502 page) becomes an `unexpected_response` problem that says so, so
+ * callers never read `error` themselves.
+ */
+export function problemOf(result: { error?: unknown; response: Response }): Problem | undefined {
+  const { error, response } = result;
+  if (response.ok) return undefined;
+  if (isProblem(error)) return error;
+  const contentType = response.headers.get('content-type') ?? 'no content type';
+  return {
+    type: 'about:blank',
+    title: response.statusText || 'Unexpected response',
+    status: response.status,
+    code: unexpectedResponseCode,
+    detail: `the service answered ${response.status} with ${contentType}, not a problem: check that baseUrl is the svc service`,
+  };
+}

@@ -39,8 +39,9 @@ import {
   type ApiClient,
   type ApiClientOptions,
   createApiClient,
-  isProblem,
   type Problem,
+  problemOf,
+  unexpectedResponseCode,
 } from './api-client.ts';
 import { DeviceIdError } from './device-id.ts';
 import { describe } from './quote.ts';
@@ -276,18 +277,17 @@ type PairingCodeSentWire = Parameters<typeof toPairingCodeSent>[0];
 
 /** The body of a successful answer, or the SvcProblem of any other. */
 function expect<T>(answer: Answer<T>): T {
-  const { data, error, response } = answer;
-  if (response.ok && data !== undefined) return data;
-  if (isProblem(error)) throw new SvcProblem(error);
+  const problem = problemOf(answer);
+  if (problem) throw new SvcProblem(problem);
+  if (answer.data !== undefined) return answer.data;
+  const { response } = answer;
   const contentType = response.headers.get('content-type') ?? 'no content type';
   throw new SvcProblem({
     type: 'about:blank',
     title: response.statusText || 'Unexpected response',
     status: response.status,
-    code: 'unexpected_response',
-    detail: response.ok
-      ? `the service answered ${response.status} without the body it should carry (${contentType})`
-      : `the service answered ${response.status} with ${contentType}, not a problem: check that baseUrl is the svc service`,
+    code: unexpectedResponseCode,
+    detail: `the service answered ${response.status} without the body it should carry (${contentType})`,
   });
 }
 

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'vitest';
-import { createApiClient, isProblem } from '../src/index.ts';
+import { createApiClient, isProblem, problemOf, unexpectedResponseCode } from '../src/index.ts';
 
 describe('createApiClient', () => {
   function recordingFetch(status: number, body: unknown) {
@@ -57,5 +57,47 @@ describe('createApiClient', () => {
     assert.equal(response.status, 401);
     assert.ok(isProblem(error));
     assert.equal(isProblem({ message: 'no' }), false);
+  });
+});
+
+/** The one unwrap of a client call's result the SDK, svc and the console share. */
+describe('problemOf', () => {
+  function answering(status: number, body: string, contentType: string) {
+    const fetch = async () => new Response(body, { status, headers: { 'content-type': contentType } });
+    return createApiClient({
+      baseUrl: 'http://svc.test',
+      fetch: fetch as unknown as typeof globalThis.fetch,
+    });
+  }
+
+  test('when the service answers 2xx then there is no problem', async () => {
+    const client = answering(200, JSON.stringify({ keys: [] }), 'application/json');
+    assert.equal(problemOf(await client.GET('/api/v1/dev/keys')), undefined);
+  });
+
+  test('when the service refuses with a problem then it is that problem', async () => {
+    const problem = {
+      type: '/problems/car_not_found',
+      title: 'Not found',
+      status: 404,
+      detail: 'No car brand_a:1HGCM82633A004352 is provisioned, or you may not see it.',
+      code: 'car_not_found',
+    };
+    const client = answering(404, JSON.stringify(problem), 'application/problem+json');
+    const result = await client.GET('/api/v1/cars/{device_id}/status', {
+      params: { path: { device_id: 'brand_a:1HGCM82633A004352' } },
+    });
+    assert.deepEqual(problemOf(result), problem);
+  });
+
+  test('when something that is not the service answers then the problem is unexpected_response and says so', async () => {
+    const client = answering(502, '<html>Bad Gateway</html>', 'text/html');
+    const problem = problemOf(await client.GET('/api/v1/dev/me'));
+    assert.equal(problem?.code, unexpectedResponseCode);
+    assert.equal(problem?.status, 502);
+    assert.equal(
+      problem?.detail,
+      'the service answered 502 with text/html, not a problem: check that baseUrl is the svc service',
+    );
   });
 });

@@ -2,7 +2,7 @@
  * The console's one way to the service: the SDK's typed client on this page's origin, carrying the
  * session's token. A 401 to a request that carried it ends the session.
  */
-import { createApiClient, isProblem, type Problem } from '@svc/sdk';
+import { createApiClient, type Problem, problemOf, unexpectedResponseCode } from '@svc/sdk';
 import { session } from './session.ts';
 
 export const sessionEndedMessage = 'Your session has ended: sign in again.';
@@ -27,10 +27,12 @@ export async function ask<T>(
   call: Promise<{ data?: T; error?: unknown; response: Response }>,
 ): Promise<Outcome<T>> {
   try {
-    const { data, error, response } = await call;
-    if (response.ok) return { ok: true, data: data as T };
-    if (isProblem(error)) return { ok: false, problem: error };
-    return { ok: false, problem: unexpected(response.status, `The service answered ${response.status}.`) };
+    const result = await call;
+    const problem = problemOf(result);
+    if (!problem) return { ok: true, data: result.data as T };
+    if (problem.code !== unexpectedResponseCode) return { ok: false, problem };
+    const { status } = result.response;
+    return { ok: false, problem: unexpected(status, `The service answered ${status}.`) };
   } catch {
     return {
       ok: false,

@@ -5,6 +5,7 @@
 import type { Brand } from '@svc/sdk';
 import type { components } from '../../../generated/openapi.ts';
 import type { Principal } from '../auth/principal.ts';
+import type { ParsedDeviceId } from '../device-id.ts';
 import { NotFoundError } from '../errors.ts';
 import type { Db } from '../store/db.ts';
 import { findCarLocation, findCarStatus } from './car-report-repository.ts';
@@ -24,7 +25,7 @@ function present<T extends Record<string, number | null>>(fields: T): Partial<Re
 export function createCarReportService(deps: { db: Db }) {
   const { db } = deps;
   return {
-    async status(principal: Principal, deviceId: string): Promise<CarStatus> {
+    async status(principal: Principal, { deviceId }: ParsedDeviceId): Promise<CarStatus> {
       const row = visibleCar(principal, deviceId, await findCarStatus(db, deviceId));
       return {
         device_id: row.device_id,
@@ -37,7 +38,7 @@ export function createCarReportService(deps: { db: Db }) {
     },
 
     /** Before the car's first report: no host version, no apps, no report time. */
-    async install(principal: Principal, deviceId: string): Promise<Install> {
+    async install(principal: Principal, { deviceId }: ParsedDeviceId): Promise<Install> {
       const row = visibleCar(principal, deviceId, await findCarStatus(db, deviceId));
       return {
         device_id: row.device_id,
@@ -48,7 +49,7 @@ export function createCarReportService(deps: { db: Db }) {
       };
     },
 
-    async location(principal: Principal, deviceId: string): Promise<Location> {
+    async location(principal: Principal, { deviceId }: ParsedDeviceId): Promise<Location> {
       const row = visibleCar(principal, deviceId, await findCarLocation(db, deviceId));
       if (row.latitude === null || row.longitude === null || row.recorded_at === null) {
         throw new NotFoundError('no_location_yet', `The car ${deviceId} has sent no location fix yet.`);

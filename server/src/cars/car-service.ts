@@ -4,9 +4,10 @@
  * under `mqtt:auth:{username}`; the broker is told through `BrokerAccounts`. A step that fails
  * undoes the ones before it, so a car is never left half-provisioned.
  */
-import { type Brand, isValidDeviceId, validateDeviceId } from '@svc/sdk';
+import { type Brand, isValidDeviceId } from '@svc/sdk';
 import type { components } from '../../../generated/openapi.ts';
 import type { Clock } from '../clock.ts';
+import type { ParsedDeviceId } from '../device-id.ts';
 import { ConflictError, InputError, NotFoundError } from '../errors.ts';
 import type { BrokerAccount, BrokerAccounts } from '../mqtt/broker-accounts.ts';
 import {
@@ -59,9 +60,8 @@ export function toApiConnector(row: ConnectorRow): Connector {
   };
 }
 
-function carAccount(row: Pick<CarRow, 'device_id'>): BrokerAccount {
-  const { brand, nativeId } = validateDeviceId(row.device_id);
-  return { username: row.device_id, role: 'car', brand, nativeId };
+function carAccount({ deviceId, brand, nativeId }: ParsedDeviceId): BrokerAccount {
+  return { username: deviceId, role: 'car', brand, nativeId };
 }
 
 function connectorAccount(row: Pick<ConnectorRow, 'brand' | 'name'>): BrokerAccount {
@@ -158,19 +158,18 @@ export function createCarService(deps: {
   }
 
   return {
-    /** The device id and brand are valid and agree (checked at the edge). */
-    async provision(input: { device_id: string }): Promise<{ car: Car; mqtt: MqttCredential }> {
+    async provision(car: ParsedDeviceId): Promise<{ car: Car; mqtt: MqttCredential }> {
       const row = await insertCar(db, {
-        device_id: input.device_id,
-        brand: validateDeviceId(input.device_id).brand,
+        device_id: car.deviceId,
+        brand: car.brand,
         provisioned_at: clock(),
         owner_id: null,
         paired_at: null,
       });
       if (!row) {
-        throw new ConflictError('car_exists', `The car ${input.device_id} is provisioned already.`);
+        throw new ConflictError('car_exists', `The car ${car.deviceId} is provisioned already.`);
       }
-      const mqtt = await issueOrUndo(carAccount(row), () => deleteCar(db, row.device_id));
+      const mqtt = await issueOrUndo(carAccount(car), () => deleteCar(db, row.device_id));
       return { car: toApiCar(row), mqtt };
     },
 
@@ -189,17 +188,18 @@ export function createCarService(deps: {
       };
     },
 
-    async rotate(deviceId: string): Promise<MqttCredential> {
+    async rotate(car: ParsedDeviceId): Promise<MqttCredential> {
+      const { deviceId } = car;
       const row = await findCar(db, deviceId);
       if (!row) throw carNotFound(deviceId);
-      const credential = await issueCredential(carAccount(row));
+      const credential = await issueCredential(carAccount(car));
       // The car was disconnected, but Mosquitto sends no will for a client it disconnects itself:
       // the car is offline until it signs in with the new secret (and says online, at a later `at`).
       await endPresence(db, deviceId, clock());
       return credential;
     },
 
-    async decommission(deviceId: string): Promise<void> {
+    async decommission({ deviceId }: ParsedDeviceId): Promise<void> {
       const row = await findCar(db, deviceId);
       if (!row) throw carNotFound(deviceId);
       await revokeCredential(deviceId);

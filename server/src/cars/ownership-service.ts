@@ -10,6 +10,7 @@ import type { Principal } from '../auth/principal.ts';
 import type { Clock } from '../clock.ts';
 import type { CommandMetrics } from '../commands/command-metrics.ts';
 import { withdrawCommandsOf } from '../commands/command-repository.ts';
+import type { ParsedDeviceId } from '../device-id.ts';
 import { ConflictError, ForbiddenError, InvalidError } from '../errors.ts';
 import type { Db } from '../store/db.ts';
 import { findCarForUpdate, setCarOwner } from './car-repository.ts';
@@ -40,7 +41,7 @@ export function createOwnershipService(deps: { db: Db; clock: Clock; metrics: Co
 
   return {
     /** The car without owner; 409 `car_not_paired` when it has none. */
-    async unpair(principal: Principal, deviceId: string): Promise<Car> {
+    async unpair(principal: Principal, { deviceId }: ParsedDeviceId): Promise<Car> {
       const changed = await db.transaction(async (trx) => {
         const row = visibleCar(principal, deviceId, await findCarForUpdate(trx, deviceId));
         if (row.owner_id === null) {
@@ -55,7 +56,7 @@ export function createOwnershipService(deps: { db: Db; clock: Clock; metrics: Co
      * The car, now `toUser`'s, paired from now on. An admin who is not the owner is refused: moving
      * a car to someone is its owner's choice; an admin ends a pairing with unpair instead.
      */
-    async transfer(principal: Principal, deviceId: string, toUser: string): Promise<Car> {
+    async transfer(principal: Principal, { deviceId }: ParsedDeviceId, toUser: string): Promise<Car> {
       const changed = await db.transaction(async (trx) => {
         const row = visibleCar(principal, deviceId, await findCarForUpdate(trx, deviceId));
         if (row.owner_id === null) {

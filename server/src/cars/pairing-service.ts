@@ -5,8 +5,6 @@
  * one car runs in a transaction holding the car's row, so concurrent tries take turns and a code
  * never allows more than its tries.
  */
-import type { Brand } from '@svc/sdk';
-import { validateDeviceId } from '@svc/sdk';
 import type { components } from '../../../generated/openapi.ts';
 import type { Principal } from '../auth/principal.ts';
 import type { Clock } from '../clock.ts';
@@ -14,6 +12,7 @@ import type { CommandMetrics } from '../commands/command-metrics.ts';
 import { insertCommand, withdrawCommand } from '../commands/command-repository.ts';
 import { newCommand } from '../commands/command-service.ts';
 import { type CommandState, finalStates, pairingCommand } from '../commands/command-states.ts';
+import type { ParsedDeviceId } from '../device-id.ts';
 import { ConflictError, InvalidError, NotFoundError, TooManyRequestsError } from '../errors.ts';
 import type { Db } from '../store/db.ts';
 import { type Car, toApiCar } from './car-service.ts';
@@ -62,10 +61,10 @@ export function createPairingService(deps: {
 }) {
   const { db, clock, metrics, outbox } = deps;
 
-  function codeSent(deviceId: string, commandId: string, expiresAt: Date): PairingCodeSent {
+  function codeSent(car: ParsedDeviceId, commandId: string, expiresAt: Date): PairingCodeSent {
     return {
-      device_id: deviceId,
-      brand: validateDeviceId(deviceId).brand as Brand,
+      device_id: car.deviceId,
+      brand: car.brand,
       command_id: commandId,
       expires_at: expiresAt.toISOString(),
     };
@@ -87,7 +86,8 @@ export function createPairingService(deps: {
   }
 
   /** The live code's command again, or a new code sent to the car. */
-  async function askForCode(trx: Db, deviceId: string, expired: string[]): Promise<Decision> {
+  async function askForCode(trx: Db, car: ParsedDeviceId, expired: string[]): Promise<Decision> {
+    const { deviceId } = car;
     const now = clock();
     const current = await findPairingCode(trx, deviceId);
     const refused: readonly CommandState[] = finalStates.filter((state) => state !== 'completed');
@@ -98,7 +98,7 @@ export function createPairingService(deps: {
       // A car that would not show the code (or never got it) needs a new one, not the same again.
       !refused.includes(current.command_state)
     ) {
-      return { kind: 'code_sent', sent: codeSent(deviceId, current.command_id, current.expires_at) };
+      return { kind: 'code_sent', sent: codeSent(car, current.command_id, current.expires_at) };
     }
     // Each code allows a few guesses; without a bound on codes, anyone could guess on and on (and
     // fill the car's screen with codes nobody in it asked for).
@@ -115,7 +115,7 @@ export function createPairingService(deps: {
     const code = newPairingCode();
     const expiresAt = new Date(now.getTime() + pairingCodeTtlMs);
     const command = newCommand({
-      deviceId,
+      car,
       name: pairingCommand,
       args: { code },
       createdBy: null,
@@ -142,7 +142,7 @@ export function createPairingService(deps: {
       created_at: now,
       expires_at: expiresAt,
     });
-    return { kind: 'new_code', sent: codeSent(deviceId, command.command_id, expiresAt) };
+    return { kind: 'new_code', sent: codeSent(car, command.command_id, expiresAt) };
   }
 
   async function tryCode(
@@ -203,7 +203,8 @@ export function createPairingService(deps: {
 
   return {
     /** Without `code`: the car is sent a code to show (202). With it: the caller owns the car (200). */
-    async pair(principal: Principal, deviceId: string, code: string | undefined): Promise<PairingResult> {
+    async pair(principal: Principal, car: ParsedDeviceId, code: string | undefined): Promise<PairingResult> {
+      const { deviceId } = car;
       // Commands the transaction ended, counted once it commits.
       const expired: string[] = [];
       const decision = await db.transaction(async (trx): Promise<Decision> => {
@@ -211,7 +212,7 @@ export function createPairingService(deps: {
         const { paired } = await lockPairable(trx, principal, deviceId);
         if (paired) return paired;
         return code === undefined
-          ? askForCode(trx, deviceId, expired)
+          ? askForCode(trx, car, expired)
           : tryCode(trx, principal, deviceId, code, expired);
       });
       for (const name of expired) metrics.moved(name, 'expired');

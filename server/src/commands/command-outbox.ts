@@ -18,7 +18,7 @@
  * refuses a client that exceeds its receive maximum). Replicas may publish the same command
  * twice; every state move is a conditional UPDATE, so they never corrupt one.
  */
-import { redactDeviceId } from '@svc/sdk';
+import { redactDeviceId, validateDeviceId } from '@svc/sdk';
 import type { Clock } from '../clock.ts';
 import type { Logger } from '../logger.ts';
 import type { Db } from '../store/db.ts';
@@ -88,7 +88,7 @@ export function createCommandOutbox(deps: {
     // Checked when made; a row that fails now was changed behind the service's back, and is
     // never sent: it fails, so that it does not wait at the head of the queue for ever.
     const checked = isCommandName(row.name)
-      ? checkCommandPayload(row.name, commandPayload(row))
+      ? checkCommandPayload(row.name, commandPayload(row, validateDeviceId(row.device_id).brand))
       : { ok: false as const, errors: [{ path: '/name', message: 'not a command of the contract' }] };
     if (!checked.ok) {
       logger.error('commands: a stored command does not fit the contract; it fails unsent', {

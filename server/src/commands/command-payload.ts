@@ -4,7 +4,7 @@
  * asks for a command (so bad arguments are 422 before anything is written) and again before
  * every publication (so nothing the contract refuses ever reaches a car).
  */
-import { validateDeviceId } from '@svc/sdk';
+import { type Brand, validateDeviceId } from '@svc/sdk';
 import type { ErrorObject } from 'ajv';
 import { type CarCommand, carTopic } from '../../../generated/mqtt.ts';
 import { commandValidators } from '../../../generated/mqtt-payload-validators.cjs';
@@ -28,12 +28,12 @@ export interface CommandFields {
   expires_at: Date;
 }
 
-/** The payload, not yet checked. */
-export function commandPayload(command: CommandFields): Record<string, unknown> {
+/** The payload, not yet checked; `brand` is that of the command's car. */
+export function commandPayload(command: CommandFields, brand: Brand): Record<string, unknown> {
   return {
     command_id: command.command_id,
     device_id: command.device_id,
-    brand: validateDeviceId(command.device_id).brand,
+    brand,
     name: command.name,
     args: command.args,
     issued_at: command.created_at.toISOString(),

@@ -6,13 +6,14 @@
  * (`acknowledge`).
  */
 import { randomUUID } from 'node:crypto';
-import { type Brand, validateDeviceId } from '@svc/sdk';
+import type { Brand } from '@svc/sdk';
 import type { CarCommandAck } from '../../../generated/mqtt.ts';
 import type { components } from '../../../generated/openapi.ts';
 import type { Principal } from '../auth/principal.ts';
 import { findCar } from '../cars/car-repository.ts';
 import { visibleCar } from '../cars/car-visibility.ts';
 import type { Clock } from '../clock.ts';
+import type { ParsedDeviceId } from '../device-id.ts';
 import { InputError, InvalidError, NotFoundError } from '../errors.ts';
 import { requireInstallableVersion } from '../mini-apps/published-apps.ts';
 import type { Db } from '../store/db.ts';
@@ -45,11 +46,12 @@ export const defaultTtlSeconds = 300;
 /** The names a caller may send: every command of the contract but the one only the service sends. */
 const callerCommands = commandNames.filter((name) => name !== pairingCommand);
 
-export function toApiCommand(row: CommandRow): Command {
+/** `brand` is the brand of the car the row is a command of. */
+export function toApiCommand(row: CommandRow, brand: Brand): Command {
   return {
     command_id: row.command_id,
     device_id: row.device_id,
-    brand: validateDeviceId(row.device_id).brand as Brand,
+    brand,
     name: row.name,
     // A pairing code is for the people in the car, not for whoever reads the car's commands later.
     args: row.name === pairingCommand ? {} : row.args,
@@ -98,7 +100,7 @@ function decodeCursor(cursor: string): CommandPosition {
  * `name`, or 422 `invalid_command_args` saying which field is wrong.
  */
 export function newCommand(input: {
-  deviceId: string;
+  car: ParsedDeviceId;
   name: CommandName;
   args: Record<string, unknown>;
   createdBy: string | null;
@@ -107,7 +109,7 @@ export function newCommand(input: {
 }): CommandRow {
   const row: CommandRow = {
     command_id: randomUUID(),
-    device_id: input.deviceId,
+    device_id: input.car.deviceId,
     name: input.name,
     args: input.args,
     state: 'queued',
@@ -118,7 +120,7 @@ export function newCommand(input: {
     expires_at: input.expiresAt,
     sent_at: null,
   };
-  const checked = checkCommandPayload(input.name, commandPayload(row));
+  const checked = checkCommandPayload(input.name, commandPayload(row, input.car.brand));
   if (!checked.ok) {
     const said = checked.errors.map((error) => error.message).join('; ');
     throw new InvalidError('invalid_command_args', `${said}.`, {
@@ -179,8 +181,8 @@ export function createCommandService(deps: {
   }
 
   return {
-    /** The device id is valid (checked at the edge). */
-    async create(principal: Principal, deviceId: string, request: CommandRequest): Promise<Command> {
+    async create(principal: Principal, parsed: ParsedDeviceId, request: CommandRequest): Promise<Command> {
+      const { deviceId, brand } = parsed;
       const car = visibleCar(principal, deviceId, await findCar(db, deviceId));
       const { name } = request;
       if (!isCommandName(name) || name === pairingCommand) {
@@ -193,7 +195,7 @@ export function createCommandService(deps: {
       const now = clock();
       const ttlSeconds = request.ttl_seconds ?? defaultTtlSeconds;
       const row = newCommand({
-        deviceId,
+        car: parsed,
         name,
         args: request.args ?? {},
         createdBy: principal.accountId,
@@ -204,16 +206,20 @@ export function createCommandService(deps: {
       const inserted = await insertCommand(db, row);
       metrics.moved(inserted.name, 'queued');
       outbox.wake();
-      return toApiCommand(inserted);
+      return toApiCommand(inserted, brand);
     },
 
-    async get(principal: Principal, deviceId: string, commandId: string): Promise<Command> {
-      return toApiCommand(await visibleCommand(principal, deviceId, commandId));
+    async get(
+      principal: Principal,
+      { deviceId, brand }: ParsedDeviceId,
+      commandId: string,
+    ): Promise<Command> {
+      return toApiCommand(await visibleCommand(principal, deviceId, commandId), brand);
     },
 
     async list(
       principal: Principal,
-      deviceId: string,
+      { deviceId, brand }: ParsedDeviceId,
       query: { limit?: number; cursor?: string },
     ): Promise<CommandList> {
       const after = query.cursor ? decodeCursor(query.cursor) : undefined;
@@ -223,7 +229,7 @@ export function createCommandService(deps: {
       const page = rows.slice(0, limit);
       const last = page.at(-1);
       return {
-        commands: page.map(toApiCommand),
+        commands: page.map((row) => toApiCommand(row, brand)),
         next_cursor: rows.length > limit && last ? encodeCursor(last) : null,
       };
     },

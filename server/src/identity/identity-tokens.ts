@@ -10,6 +10,7 @@ import type { Principal } from '../auth/principal.ts';
 import { findCar } from '../cars/car-repository.ts';
 import { visibleCar } from '../cars/car-visibility.ts';
 import type { Clock } from '../clock.ts';
+import type { ParsedDeviceId } from '../device-id.ts';
 import { InvalidError } from '../errors.ts';
 import { requireLiveAppFor } from '../mini-apps/published-apps.ts';
 import type { Db } from '../store/db.ts';
@@ -49,11 +50,11 @@ export function createIdentityTokenService(deps: {
   return {
     /**
      * For the car's owner or an admin, for a published app whose live version lists the car's
-     * brand. The device id is valid (checked at the edge).
+     * brand.
      */
     async issue(
       principal: Principal,
-      deviceId: string,
+      { deviceId }: ParsedDeviceId,
       request: IdentityTokenRequest,
       requestHost?: string,
     ): Promise<IdentityToken> {

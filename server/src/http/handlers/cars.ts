@@ -1,13 +1,14 @@
 /** Provisioning, for admins: cars and their broker credentials, and brand connectors. */
+
+import { parseDeviceId } from '../../device-id.ts';
 import type { Services } from '../../services.ts';
 import type { Handlers } from '../bind-handlers.ts';
-import { parseDeviceId } from '../device-id-param.ts';
 
 export function carHandlers({ cars }: Services) {
   return {
     provisionCar: async ({ body }) => {
-      parseDeviceId(body.device_id, body.brand);
-      return { status: 201, body: await cars.provision(body) };
+      const deviceId = parseDeviceId(body.device_id, body.brand);
+      return { status: 201, body: await cars.provision(deviceId) };
     },
 
     listCars: async ({ query }) => {
@@ -16,13 +17,13 @@ export function carHandlers({ cars }: Services) {
     },
 
     rotateCarCredential: async ({ params }) => {
-      parseDeviceId(params.device_id);
-      return { status: 201, body: await cars.rotate(params.device_id) };
+      const deviceId = parseDeviceId(params.device_id);
+      return { status: 201, body: await cars.rotate(deviceId) };
     },
 
     decommissionCar: async ({ params }) => {
-      parseDeviceId(params.device_id);
-      await cars.decommission(params.device_id);
+      const deviceId = parseDeviceId(params.device_id);
+      await cars.decommission(deviceId);
       return { status: 204 };
     },
 

@@ -1,16 +1,17 @@
 /** Identity tokens for mini-apps, the keys that verify them, and their rotation. */
+
+import { parseDeviceId } from '../../device-id.ts';
 import { jwksMaxAgeSeconds } from '../../identity/signing-keys.ts';
 import type { Services } from '../../services.ts';
 import type { Handlers } from '../bind-handlers.ts';
-import { parseDeviceId } from '../device-id-param.ts';
 
 export function identityHandlers({ identityTokens, signingKeys }: Services) {
   return {
     createIdentityToken: async ({ params, body }, { principal, req }) => {
-      parseDeviceId(params.device_id);
+      const deviceId = parseDeviceId(params.device_id);
       return {
         status: 201,
-        body: await identityTokens.issue(principal, params.device_id, body, req.get('host')),
+        body: await identityTokens.issue(principal, deviceId, body, req.get('host')),
       };
     },
 
