@@ -299,6 +299,24 @@ export function createApp(config: Config, deps: AppDependencies = {}) {
       });
   };
 
+  // The key-value store and the broker are rebuilt from SQL (after a restore, a new Redis or a new
+  // Mosquitto). A failure leaves what they hold; the next reconnection or the operator's command
+  // tries again. One at a time: a reconnection during a sync waits for it.
+  let syncingCredentials: Promise<void> = Promise.resolve();
+  const syncCredentials = () => {
+    syncingCredentials = syncingCredentials
+      .then(() => syncBrokerCredentials({ db, clock, credentials, broker: broker.accounts, keyRing, logger }))
+      .then(
+        () => {},
+        (error: unknown) =>
+          logger.error('broker credential sync failed', {
+            error,
+            hint: 'once the key-value store and the broker answer, run npm run sync-broker-credentials',
+          }),
+      );
+    return syncingCredentials;
+  };
+
   return {
     app,
     services,
@@ -334,15 +352,11 @@ export function createApp(config: Config, deps: AppDependencies = {}) {
         const tls = (error as { listener?: string } | undefined)?.listener === 'MQTT_TLS';
         throw new ListenError(tls ? 'MQTT_TLS' : 'MQTT', error);
       }
-      // The key-value store and the broker are rebuilt from SQL (after a restore, a new Redis or
-      // a new Mosquitto). A failure leaves what they hold; the operator's command tries again.
-      await syncBrokerCredentials({ db, clock, credentials, broker: broker.accounts, keyRing, logger }).catch(
-        (error: unknown) =>
-          logger.error('broker credential sync failed', {
-            error,
-            hint: 'once the key-value store and the broker answer, run npm run sync-broker-credentials',
-          }),
-      );
+      await syncCredentials();
+      // A Redis that restarted holds nothing (and one away at start got nothing): it is filled again.
+      credentials.onReconnected?.(() => {
+        if (!stopped) void syncCredentials();
+      });
       // After the migrations, so that what cars report has its tables.
       // Commands wait in SQL until the bridge connects; the sweep expires them meanwhile.
       services.commandOutbox.start();
@@ -441,7 +455,14 @@ export function createApp(config: Config, deps: AppDependencies = {}) {
       }
       // Cut uploads release their URL and delete their partial file, and the bridge writes the
       // telemetry still waiting, before the store closes.
-      await Promise.all([services.uploads.settled(), sweeping, sweepingKeys, checkingKeys, bridgeStopped]);
+      await Promise.all([
+        services.uploads.settled(),
+        sweeping,
+        sweepingKeys,
+        checkingKeys,
+        syncingCredentials,
+        bridgeStopped,
+      ]);
       await services.storeReadiness.close();
       services.packages.close();
       await bridgeWriter?.destroy();

@@ -34,6 +34,11 @@ export interface CredentialStore {
    * for the SQL table, which the store's own check covers (see operations.ts).
    */
   ready?(): Promise<boolean>;
+  /**
+   * Calls `listener` each time the store answers again after its connection closed: a Redis that
+   * restarted (it may hold nothing now) or one that was away at start. Not for the SQL table.
+   */
+  onReconnected?(listener: () => void): void;
   close(): Promise<void>;
 }
 
@@ -147,6 +152,17 @@ export function createRedisCredentialStore(url: string, logger: Logger): Credent
   // A command fails after one retry rather than waiting forever while Redis is away.
   const redis = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 1 });
   logRedisErrors(redis, url, logger);
+  // A 'ready' after a 'close' is a connection made again: the Redis there may be a new, empty one.
+  let closed = false;
+  const reconnected: (() => void)[] = [];
+  redis.on('close', () => {
+    closed = true;
+  });
+  redis.on('ready', () => {
+    if (!closed) return;
+    closed = false;
+    for (const listener of reconnected) listener();
+  });
   async function answer<T>(command: Promise<T>): Promise<T> {
     try {
       return await command;
@@ -184,7 +200,11 @@ export function createRedisCredentialStore(url: string, logger: Logger): Credent
         return false;
       }
     },
+    onReconnected(listener) {
+      reconnected.push(listener);
+    },
     async close() {
+      reconnected.length = 0;
       redis.disconnect();
     },
   };
