@@ -2372,7 +2372,7 @@ export interface components {
              * @example 0.1.0
              */
             version?: string;
-            /** @description Readiness only; each dependency and whether it works: `store` (answers within about a second), `key_value_store` (Redis with REDIS_URL, else the store's key-value table, answers within about a second), `mqtt_bridge` (connected to the broker and subscribed to the cars' topics, and the commands' connection up). */
+            /** @description Readiness only; each dependency and whether it works: `store` (answers within about a second), `key_value_store` (Redis with REDIS_URL, else the store's key-value table, answers within about a second), `mqtt_bridge` (connected to the broker and subscribed to the cars' topics, the commands' connection up, and its commands not refused by the broker). */
             checks?: {
                 [key: string]: "ok" | "failing";
             };

@@ -255,7 +255,7 @@ export interface Health {
   status: 'ok' | 'ready' | 'degraded' | 'not_ready';
   /** Liveness only; the release this process runs (`server/package.json`'s version), so that each replica's release can be seen during a rolling upgrade. */
   version?: string;
-  /** Readiness only; each dependency and whether it works: `store` (answers within about a second), `key_value_store` (Redis with REDIS_URL, else the store's key-value table, answers within about a second), `mqtt_bridge` (connected to the broker and subscribed to the cars' topics, and the commands' connection up). */
+  /** Readiness only; each dependency and whether it works: `store` (answers within about a second), `key_value_store` (Redis with REDIS_URL, else the store's key-value table, answers within about a second), `mqtt_bridge` (connected to the broker and subscribed to the cars' topics, the commands' connection up, and its commands not refused by the broker). */
   checks?: { [key: string]: 'ok' | 'failing' };
 }
 

@@ -13,7 +13,12 @@ export interface BridgeHealth {
   connected(connection: BridgeConnectionName, up: boolean): void;
   /** Every subscription granted on the messages' connection as it stands (false once it drops). */
   subscribed(yes: boolean): void;
-  /** Connected, subscribed, and the commands' connection up. */
+  /**
+   * Whether the broker refuses the commands the service publishes (MQTT 5 PUBACK 0x87: its
+   * account lacks the right); false again once one is taken.
+   */
+  publishRefused(yes: boolean): void;
+  /** Connected, subscribed, the commands' connection up and its commands taken. */
   readonly ok: boolean;
 }
 
@@ -31,6 +36,7 @@ export function createBridgeHealth(registry: Registry): BridgeHealth {
   });
   const up: Record<BridgeConnectionName, boolean> = { messages: false, commands: false };
   let subscribed = false;
+  let refused = false;
   for (const connection of Object.keys(up) as BridgeConnectionName[]) connectedGauge.set({ connection }, 0);
   subscribedGauge.set(0);
   return {
@@ -43,8 +49,11 @@ export function createBridgeHealth(registry: Registry): BridgeHealth {
       subscribed = yes && up.messages;
       subscribedGauge.set(subscribed ? 1 : 0);
     },
+    publishRefused(yes) {
+      refused = yes;
+    },
     get ok() {
-      return subscribed && up.commands;
+      return subscribed && up.commands && !refused;
     },
   };
 }

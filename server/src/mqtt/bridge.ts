@@ -127,6 +127,9 @@ const sessionExpirySeconds = 3600;
 /** MQTT 5 DISCONNECT reason 0x8E: another client connected with this client id. */
 const sessionTakenOver = 0x8e;
 
+/** MQTT 5 PUBACK reason 0x87: the broker does not let this client publish there. */
+const notAuthorized = 0x87;
+
 /** How soon a refused or failed subscription is asked for again on the same connection. */
 const resubscribeMs = 1000;
 
@@ -309,12 +312,33 @@ export function createBridge(deps: BridgeDependencies) {
         awaitingPuback.add(fail);
         target.publish(topic, payload, { qos: carTopicQos.cmd, retain: carTopicRetain.cmd }, (error) => {
           if (!awaitingPuback.delete(fail)) return;
+          publishRefused((error as { code?: number } | undefined)?.code === notAuthorized);
           if (error) reject(error);
           else resolve();
         });
       });
     },
   };
+
+  /**
+   * A broker that refuses every command (the service's account lacks the `svc-bridge` role of
+   * docs/operating.md, "The broker") leaves them all `queued` while the bridge looks well: said
+   * once, in /readyz and in the log, until a publication is taken again.
+   */
+  let refusing = false;
+  function publishRefused(refused: boolean): void {
+    if (refused === refusing) return;
+    refusing = refused;
+    health?.publishRefused(refused);
+    if (refused) {
+      logger.error(
+        'mqtt: the broker refuses the service\'s commands: give the service\'s account (MQTT_USERNAME) the svc-bridge role of docs/operating.md, "The broker"',
+        { username: connection.username },
+      );
+    } else {
+      logger.info("mqtt: the broker takes the service's commands again");
+    }
+  }
 
   const clientId = connection.clientId ?? `${connection.username}/bridge-main`;
   /** Set once another client took this replica's client id: neither connection comes back. */

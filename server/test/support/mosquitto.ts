@@ -67,14 +67,20 @@ export async function accepting(port: number, child: ChildProcess, output: () =>
  */
 export const queuedForService = { messages: 100_000, bytes: 256 * 1024 * 1024 };
 
-export async function startMosquitto(options: { persistence?: boolean } = {}): Promise<TestMosquitto> {
+export async function startMosquitto(
+  options: {
+    persistence?: boolean;
+    /** Give the admin account the service's row (the `svc-bridge` role of docs/operating.md); default true. */
+    serviceRole?: boolean;
+  } = {},
+): Promise<TestMosquitto> {
   const dir = mkdtempSync(join(tmpdir(), 'svc-mosquitto-'));
   const admin = { username: 'svc-admin', password: randomBytes(18).toString('hex') };
   const dynsecFile = join(dir, 'dynsec.json');
   execFileSync('mosquitto_ctrl', ['dynsec', 'init', dynsecFile, admin.username, admin.password], {
     stdio: 'ignore',
   });
-  grantServiceRole(dynsecFile, admin.username);
+  if (options.serviceRole !== false) grantServiceRole(dynsecFile, admin.username);
   const port = await freePort();
   const configFile = join(dir, 'mosquitto.conf');
   writeFileSync(
