@@ -63,6 +63,9 @@ export interface Setting<T> {
 const withoutBucket = (name: string) =>
   `set S3_BUCKET to keep packages in that bucket, or unset ${name} to keep them in DATA_DIR`;
 
+/** The contract's default, which the SDK and console show too. */
+const largestPackage = contract.components.schemas.PackageLimits.properties.max_package_bytes.default;
+
 // Node's timers and Postgres's timeouts both hold at most a signed 32-bit count of milliseconds.
 const longestTimeout = '24d';
 
@@ -245,8 +248,8 @@ export const settings = {
   },
   maxPackageBytes: {
     env: 'SVC_MAX_PACKAGE_BYTES',
-    default: String(contract.components.schemas.PackageLimits.properties.max_package_bytes.default),
-    shownDefault: `\`${contract.components.schemas.PackageLimits.properties.max_package_bytes.default}\` (50 MiB)`,
+    default: String(largestPackage),
+    shownDefault: `\`${largestPackage}\` (${largestPackage / 2 ** 20} MiB)`,
     parse: byteCount('52428800'),
     doc: 'the largest mini-app package, in bytes',
   },
