@@ -1,4 +1,7 @@
-/** `npm run check:generated`: regenerates into a temporary folder and fails when generated/ differs. */
+/**
+ * `npm run check:generated`: regenerates into a temporary folder and fails when generated/ differs;
+ * fails too when docs/configuration.md is not what the settings' table makes.
+ */
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -23,6 +26,13 @@ try {
     process.exitCode = 1;
   } else {
     process.stdout.write(`generated/ is up to date (${expected.length} files)\n`);
+  }
+  const { configurationPage, renderConfigurationPage } = await import('./generate-config-docs.ts');
+  if (read(repoRoot, configurationPage) !== renderConfigurationPage()) {
+    process.stderr.write(
+      `${configurationPage} differs from the settings in server/src/config.ts: run \`npm run generate\` and commit the result.\n`,
+    );
+    process.exitCode = 1;
   }
 } finally {
   rmSync(fresh, { recursive: true, force: true });

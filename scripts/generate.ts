@@ -50,4 +50,8 @@ export async function generate(root: string, outDir: string): Promise<string[]> 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const written = await generate(repoRoot, join(repoRoot, 'generated'));
   process.stdout.write(`generated/: ${written.join(', ')}\n`);
+  // Imported only now: the settings read generated/openapi.json, just written.
+  const { configurationPage, renderConfigurationPage } = await import('./generate-config-docs.ts');
+  writeFileSync(join(repoRoot, configurationPage), renderConfigurationPage());
+  process.stdout.write(`${configurationPage}: from server/src/config.ts\n`);
 }

@@ -8,7 +8,7 @@ import { createServer } from 'node:net';
 import type { AdminCode } from './accounts/admin-codes.ts';
 import { createApp, ListenError, type Listener } from './app.ts';
 import { docsDir } from './built-files.ts';
-import { type Config, ConfigError, loadConfig } from './config.ts';
+import { type Config, ConfigError, readConfig } from './config.ts';
 import { createLogger, type Logger } from './logger.ts';
 import { BrokerSetupError } from './mqtt/broker.ts';
 import { release } from './release.ts';
@@ -31,9 +31,10 @@ function refuse(...messages: string[]): never {
   process.exit(2);
 }
 
-function loadConfigOrRefuse(): Config {
+/** The settings, and the warnings (a former name, …) to log once the log is open. */
+function loadConfigOrRefuse(): ReturnType<typeof readConfig> {
   try {
-    return loadConfig();
+    return readConfig();
   } catch (error) {
     if (error instanceof ConfigError) refuse(error.message);
     throw error;
@@ -136,7 +137,8 @@ function dataDirProblem(dataDir: string, make: boolean): string | undefined {
  * the data folder's lock, and the ports. The service checks them all again when it starts.
  */
 async function check(): Promise<void> {
-  const config = loadConfigOrRefuse();
+  // The warnings wait for the start that follows, which logs them.
+  const { config } = loadConfigOrRefuse();
   if (!config.databaseUrl) {
     const problem = dataDirProblem(config.dataDir, false);
     if (problem) refuse(problem);
@@ -196,9 +198,10 @@ function refuseStore(config: Config, logger: Logger, error: unknown): never {
  * step of a rolling upgrade, before the replicas are replaced one at a time (docs/operating.md).
  */
 async function migrateOnly(): Promise<void> {
-  const config = loadConfigOrRefuse();
+  const { config, warnings } = loadConfigOrRefuse();
   const lock = lockEmbeddedStore(config);
   const logger = createLogger({ level: config.logLevel });
+  for (const warning of warnings) logger.warn(warning);
   const db = openStore({
     databaseUrl: config.databaseUrl,
     pgliteDir: config.databaseUrl ? undefined : embeddedDbDir(config.dataDir),
@@ -217,7 +220,7 @@ async function migrateOnly(): Promise<void> {
 }
 
 async function main(): Promise<void> {
-  const config = loadConfigOrRefuse();
+  const { config, warnings } = loadConfigOrRefuse();
   const lock = lockEmbeddedStore(config);
   const taken = await listenerProblems(config);
   if (taken.length > 0) {
@@ -225,6 +228,7 @@ async function main(): Promise<void> {
     refuse(...taken);
   }
   const logger = createLogger({ level: config.logLevel });
+  for (const warning of warnings) logger.warn(warning);
   let service: ReturnType<typeof createApp>;
   try {
     service = createApp(config, { logger, docsDir });

@@ -3,7 +3,7 @@
  * `sync-broker-credentials`): the settings, the store they work on, and one-line refusals.
  */
 import { existsSync } from 'node:fs';
-import { type Config, ConfigError, loadConfig } from './config.ts';
+import { type Config, ConfigError, readConfig } from './config.ts';
 import { DataDirInUse, lockDataDir } from './store/data-dir-lock.ts';
 import {
   type Db,
@@ -21,9 +21,12 @@ export function refuse(message: string): never {
   process.exit(2);
 }
 
+/** The settings; a warning about one (a former name, …) goes to stderr, beside the command's output. */
 export function loadConfigOrRefuse(): Config {
   try {
-    return loadConfig();
+    const { config, warnings } = readConfig();
+    for (const warning of warnings) process.stderr.write(`svc: warning: ${warning}\n`);
+    return config;
   } catch (error) {
     if (error instanceof ConfigError) refuse(error.message);
     throw error;

@@ -1,7 +1,13 @@
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { describe, test } from 'vitest';
-import { ConfigError, loadConfig } from '../src/config.ts';
+import { renderConfigurationPage } from '../../scripts/generate-config-docs.ts';
+import { ConfigError, loadConfig, readConfig, settings } from '../src/config.ts';
+
+/** A start-up refusal whose message matches. */
+const refusal = (message: RegExp) => (error: unknown) =>
+  error instanceof ConfigError && message.test(error.message);
 
 describe('config', () => {
   test('when nothing is set then the embedded defaults apply', () => {
@@ -66,13 +72,79 @@ describe('config', () => {
     assert.equal(config.mqttMaxQueuedBytes, 65536);
   });
 
-  test('when the database timeouts are set then they are read in milliseconds', () => {
+  test('when the database timeouts are set then they are read as durations', () => {
     const config = loadConfig({
-      DATABASE_ACQUIRE_TIMEOUT_MS: '250',
-      DATABASE_STATEMENT_TIMEOUT_MS: ' 30000 ',
+      DATABASE_ACQUIRE_TIMEOUT: '250ms',
+      DATABASE_STATEMENT_TIMEOUT: ' 30s ',
     });
     assert.equal(config.databaseAcquireTimeoutMs, 250);
     assert.equal(config.databaseStatementTimeoutMs, 30000);
+  });
+
+  test('when a duration is written with any unit then every duration setting reads it', () => {
+    const config = loadConfig({
+      DATABASE_ACQUIRE_TIMEOUT: '1500ms',
+      DATABASE_STATEMENT_TIMEOUT: '2m',
+      SVC_SHUTDOWN_GRACE: '3000ms',
+      SVC_UPLOAD_URL_TTL: '2h',
+      SVC_TOKEN_TTL: '1d',
+    });
+    assert.equal(config.databaseAcquireTimeoutMs, 1500);
+    assert.equal(config.databaseStatementTimeoutMs, 120_000);
+    assert.equal(config.shutdownGraceSeconds, 3);
+    assert.equal(config.uploadUrlTtlSeconds, 7200);
+    assert.equal(config.tokenTtlSeconds, 86400);
+  });
+
+  test('when a duration in seconds is a bare number then it is read as seconds, with a warning to write the unit', () => {
+    const { config, warnings } = readConfig({ SVC_SHUTDOWN_GRACE: '20' });
+    assert.equal(config.shutdownGraceSeconds, 20);
+    assert.deepEqual(warnings, [
+      'SVC_SHUTDOWN_GRACE=20 is read as 20s: write SVC_SHUTDOWN_GRACE=20s, a duration without its unit is refused from svc 0.3.0',
+    ]);
+    assert.deepEqual(readConfig({ SVC_SHUTDOWN_GRACE: '20s' }).warnings, []);
+  });
+
+  test('when a setting is set under its former name then it is read, with a warning naming the new one', () => {
+    const { config, warnings } = readConfig({ DATABASE_ACQUIRE_TIMEOUT_MS: '250' });
+    assert.equal(config.databaseAcquireTimeoutMs, 250);
+    assert.deepEqual(warnings, [
+      'DATABASE_ACQUIRE_TIMEOUT_MS is now DATABASE_ACQUIRE_TIMEOUT: set DATABASE_ACQUIRE_TIMEOUT=250ms instead (DATABASE_ACQUIRE_TIMEOUT_MS is refused from svc 0.3.0)',
+    ]);
+    assert.equal(
+      readConfig({ DATABASE_STATEMENT_TIMEOUT_MS: '30000' }).config.databaseStatementTimeoutMs,
+      30000,
+    );
+  });
+
+  test('when the release that retires them runs then a former name and a bare number are refused', () => {
+    const later = { release: '0.3.0' };
+    assert.throws(
+      () => readConfig({ DATABASE_ACQUIRE_TIMEOUT_MS: '250' }, later),
+      refusal(
+        /^DATABASE_ACQUIRE_TIMEOUT_MS is now DATABASE_ACQUIRE_TIMEOUT: set DATABASE_ACQUIRE_TIMEOUT=250ms instead$/,
+      ),
+    );
+    assert.throws(
+      () => readConfig({ SVC_TOKEN_TTL: '3600' }, later),
+      refusal(/^SVC_TOKEN_TTL must be a duration: a whole number and its unit/),
+    );
+  });
+
+  test('when a setting is set under both its former and its new name then start-up fails naming both', () => {
+    assert.throws(
+      () => loadConfig({ DATABASE_STATEMENT_TIMEOUT_MS: '5000', DATABASE_STATEMENT_TIMEOUT: '5s' }),
+      refusal(
+        /^DATABASE_STATEMENT_TIMEOUT_MS and DATABASE_STATEMENT_TIMEOUT are both set: DATABASE_STATEMENT_TIMEOUT_MS is DATABASE_STATEMENT_TIMEOUT's former name; unset DATABASE_STATEMENT_TIMEOUT_MS$/,
+      ),
+    );
+  });
+
+  test('when docs/configuration.md is read then it is what the settings make (`npm run generate`)', () => {
+    const committed = readFileSync(new URL('../../docs/configuration.md', import.meta.url), 'utf8');
+    assert.equal(committed, renderConfigurationPage());
+    for (const setting of Object.values(settings))
+      assert.match(committed, new RegExp(`\\| \`${setting.env}\` \\|`));
   });
 
   test('when variables are set then they are read and normalised', () => {
@@ -153,17 +225,27 @@ describe('config', () => {
     [{ SVC_REPLICA_ID: 'x'.repeat(65) }, /^SVC_REPLICA_ID /],
     [{ SVC_SIGNING_KEY_ROTATION: 'monthly' }, /^SVC_SIGNING_KEY_ROTATION /],
     [{ SVC_SIGNING_KEY_ROTATION: '10m' }, /^SVC_SIGNING_KEY_ROTATION must be at least 1h/],
+    [{ DATABASE_ACQUIRE_TIMEOUT: '0' }, /^DATABASE_ACQUIRE_TIMEOUT must be at least 1ms, not "0"$/],
     [
-      { DATABASE_ACQUIRE_TIMEOUT_MS: '0' },
-      /^DATABASE_ACQUIRE_TIMEOUT_MS must be a whole number of milliseconds/,
+      { DATABASE_ACQUIRE_TIMEOUT: '5000' },
+      /^DATABASE_ACQUIRE_TIMEOUT must be a duration: a whole number and its unit \(ms, s, m, h or d\), such as 500ms, 5s, 15m or 1h, not "5000"$/,
     ],
-    [{ DATABASE_ACQUIRE_TIMEOUT_MS: '5s' }, /^DATABASE_ACQUIRE_TIMEOUT_MS /],
-    [{ DATABASE_ACQUIRE_TIMEOUT_MS: '1.5' }, /^DATABASE_ACQUIRE_TIMEOUT_MS /],
-    [{ DATABASE_STATEMENT_TIMEOUT_MS: '-1' }, /^DATABASE_STATEMENT_TIMEOUT_MS /],
+    [{ DATABASE_ACQUIRE_TIMEOUT: '1.5s' }, /^DATABASE_ACQUIRE_TIMEOUT must be a duration: .*not "1\.5s"$/],
+    [{ DATABASE_ACQUIRE_TIMEOUT: '5 s' }, /^DATABASE_ACQUIRE_TIMEOUT must be a duration: /],
+    [{ DATABASE_ACQUIRE_TIMEOUT: '5S' }, /^DATABASE_ACQUIRE_TIMEOUT must be a duration: /],
+    [{ DATABASE_ACQUIRE_TIMEOUT: '1w' }, /^DATABASE_ACQUIRE_TIMEOUT must be a duration: /],
+    [{ DATABASE_STATEMENT_TIMEOUT: '-1s' }, /^DATABASE_STATEMENT_TIMEOUT must be a duration: /],
+    [{ DATABASE_STATEMENT_TIMEOUT: '25d' }, /^DATABASE_STATEMENT_TIMEOUT must be at most 24d, not "25d"$/],
+    [{ DATABASE_ACQUIRE_TIMEOUT_MS: '0' }, /^DATABASE_ACQUIRE_TIMEOUT_MS must be at least 1ms/],
+    [{ DATABASE_ACQUIRE_TIMEOUT_MS: '1.5' }, /^DATABASE_ACQUIRE_TIMEOUT_MS must be a duration: /],
+    [{ SVC_SHUTDOWN_GRACE: '500ms' }, /^SVC_SHUTDOWN_GRACE must be at least 1s, not "500ms"$/],
+    [
+      { SVC_TOKEN_TTL: '1500ms' },
+      /^SVC_TOKEN_TTL must be a whole number of seconds, such as 2s, not "1500ms"$/,
+    ],
     [{ MQTT_MAX_QUEUED_MESSAGES: '0' }, /^MQTT_MAX_QUEUED_MESSAGES must be a whole number greater than 0/],
     [{ MQTT_MAX_QUEUED_MESSAGES: '1e3' }, /^MQTT_MAX_QUEUED_MESSAGES /],
     [{ MQTT_MAX_QUEUED_BYTES: '1MiB' }, /^MQTT_MAX_QUEUED_BYTES must be a positive number of bytes/],
-    [{ DATABASE_STATEMENT_TIMEOUT_MS: '2147483648' }, /^DATABASE_STATEMENT_TIMEOUT_MS /],
     [
       { SVC_CORS_ORIGINS: '*' },
       /^SVC_CORS_ORIGINS must be web origins separated by commas.*; "\*" is not one$/,
@@ -192,13 +274,16 @@ describe('config', () => {
       /^S3_FORCE_PATH_STYLE must be true or false, not "yes"/,
     ],
     [{ S3_ENDPOINT: 'http://127.0.0.1:9000' }, /^S3_ENDPOINT is set but S3_BUCKET is not/],
+    [{ S3_FORCE_PATH_STYLE: 'yes' }, /^S3_FORCE_PATH_STYLE is set but S3_BUCKET is not: set S3_BUCKET/],
+    [
+      { MQTT_URL: 'mqtt://127.0.0.1:1883', MQTT_USERNAME: 'svc' },
+      /^MQTT_URL needs MQTT_USERNAME and MQTT_PASSWORD/,
+    ],
+    [{ MQTT_URL: 'mqtt://svc:secret@127.0.0.1:1883' }, /^MQTT_URL must not hold a user name or password/],
   ];
   for (const [env, message] of bad) {
     test(`when ${JSON.stringify(env)} then start-up fails naming the variable`, () => {
-      assert.throws(
-        () => loadConfig(env),
-        (error) => error instanceof ConfigError && message.test(error.message),
-      );
+      assert.throws(() => loadConfig(env), refusal(message));
     });
   }
 });

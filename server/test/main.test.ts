@@ -99,6 +99,26 @@ describe('npm start', () => {
     assert.match(stderr, /^svc: PORT must be a port number/);
   });
 
+  test('when a setting is set under its former name then the service starts and its log warns, naming the new one', async () => {
+    const service = await startServiceProcess({ env: { DATABASE_ACQUIRE_TIMEOUT_MS: '2000' } });
+    let stderr = '';
+    service.child.stderr?.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString();
+    });
+    assert.equal((await call(service.url, 'GET', '/readyz')).status, 200);
+    await service.stop();
+    const warning = stderr
+      .split('\n')
+      .filter((line) => line.startsWith('{'))
+      .map((line) => JSON.parse(line) as { level: string; message: string })
+      .find((line) => line.message.startsWith('DATABASE_ACQUIRE_TIMEOUT_MS'));
+    assert.deepEqual(warning && { level: warning.level, message: warning.message }, {
+      level: 'warn',
+      message:
+        'DATABASE_ACQUIRE_TIMEOUT_MS is now DATABASE_ACQUIRE_TIMEOUT: set DATABASE_ACQUIRE_TIMEOUT=2000ms instead (DATABASE_ACQUIRE_TIMEOUT_MS is refused from svc 0.3.0)',
+    });
+  });
+
   /** Runs main.ts (with `args`) to its end: for starts that must refuse. */
   async function runToExit(env: Record<string, string>, args: string[] = []) {
     const { DATABASE_URL: _embedded, ...inherited } = process.env;

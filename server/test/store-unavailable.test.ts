@@ -144,8 +144,8 @@ describe('when the store is too slow', () => {
 
   beforeAll(async () => {
     service = await startTestService({
-      DATABASE_ACQUIRE_TIMEOUT_MS: '500',
-      DATABASE_STATEMENT_TIMEOUT_MS: '2000',
+      DATABASE_ACQUIRE_TIMEOUT: '500ms',
+      DATABASE_STATEMENT_TIMEOUT: '2s',
     });
     developer = await signUpDeveloper(service.url);
     // Signed in: the token is checked once here and then answered from the cache.
