@@ -14,5 +14,11 @@ export {
   type PackageIgnore,
   parsePackageIgnore,
 } from './package-ignore.ts';
+export {
+  describeManifestErrors,
+  type ManifestProblem,
+  manifestProblemAt,
+  sayManifestProblem,
+} from './problems.ts';
 export { checkManifestSchema, type Manifest } from './schema.ts';
 export { showValue } from './show-value.ts';

@@ -208,7 +208,19 @@ describe('package check', () => {
         '/manifest/entry',
         '/manifest/network/1',
       ]);
-      assert.match(problem.message, /\/manifest\/network\/1 must match pattern/);
+      // svc's words, field by field, in the detail and in each entry.
+      assert.match(problem.message, /^manifest\.json has 4 problems: entry: is missing: give the path/);
+      assert.match(
+        problem.message,
+        /network\[1\]: "http:\/\/plain\.example\.com" must be an https:\/\/ origin/,
+      );
+      assert.deepEqual(
+        problem.errors?.find((error) => error.path === '/manifest/brands/0'),
+        {
+          path: '/manifest/brands/0',
+          message: '"brand_z" is not a known brand: the brands are brand_a, brand_b, brand_c, brand_d',
+        },
+      );
     });
 
     test('then a mistyped field is named with the field it most likely meant, as svc names it', async () => {
@@ -217,7 +229,11 @@ describe('package check', () => {
       const problem = await refusal(handWritten([{ path: 'manifest.json', body: JSON.stringify(typo) }]));
       assert.deepEqual(
         problem.errors?.find((error) => error.path === '/manifest/entyr'),
-        { path: '/manifest/entyr', message: 'is not a manifest field (did you mean "entry"?)' },
+        {
+          path: '/manifest/entyr',
+          message:
+            'is not a manifest field (did you mean "entry"?): the fields are id, name, version, entry, network, brands',
+        },
       );
     });
 

@@ -3,23 +3,24 @@ import { lstatSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import {
   checkManifestSchema,
-  checkNetwork,
-  closestManifestField,
-  entryPathFault,
+  describeManifestErrors,
   type Manifest,
-  manifestFields,
   manifestFileName,
+  manifestProblemAt,
+  sayManifestProblem,
   showValue as show,
 } from '@svc/manifest';
 import { describeUnstorableText, findUnstorableText } from '@svc/sdk';
-import type { ErrorObject } from 'ajv';
 import { type ParseError, parse as parseJsonc, printParseErrorCode } from 'jsonc-parser';
 import { CliError } from '../errors.ts';
 import { type PackageFolder, walkPackageFolder } from './pack.ts';
 
 export type { Manifest };
 
-/** One thing wrong with the manifest; `field` is unset when the file as a whole is wrong. */
+/**
+ * One thing wrong with the manifest; `field` is unset when the file as a whole is wrong. Its
+ * words are `@svc/manifest`'s, the service's too.
+ */
 export interface ManifestProblem {
   /** As written in messages: `id`, `network[1]`, `brands[0]`. */
   field?: string;
@@ -47,14 +48,6 @@ export class ManifestError extends CliError {
 /** Far beyond what the schema's limits allow, and small enough to read at once. */
 const maxManifestBytes = 1024 * 1024;
 
-const whatIsMissing: Record<string, string> = {
-  id: 'the app id in reverse-DNS form, such as "com.example.hello-car"',
-  name: 'the name people see, such as "Hello Car"',
-  version: 'the semantic version of this package, such as "1.0.0"',
-  entry: 'the path in the package of the file the host opens first, such as "index.html"',
-  network: 'the list of https:// origins the app may call with fetch(), or [] when it calls none',
-};
-
 /**
  * Reads and checks `manifest.json` in `dir`: the contract's Manifest schema, then what the schema
  * cannot say (each `network` origin is exactly `https://host[:port]` as a browser writes it, with
@@ -69,37 +62,16 @@ export function checkManifest(dir: string, folder?: PackageFolder): ManifestChec
   const unstorable = findUnstorableText(value);
   if (unstorable) {
     // The service refuses such a manifest whatever the field; say so before any other check.
-    const field = fieldName(pointerSegments(unstorable.pointer));
-    return { manifest: undefined, problems: [{ field, message: describeUnstorableText(unstorable) }] };
+    return {
+      manifest: undefined,
+      problems: [manifestProblemAt(unstorable.pointer, describeUnstorableText(unstorable))],
+    };
   }
-  const problems: ManifestProblem[] = [];
-  const schemaErrors = checkManifestSchema(value).errors;
-  const flaggedOrigins = new Set<number>();
-  for (const error of schemaErrors) {
-    const path = pointerSegments(error.instancePath);
-    // Origins get a diagnosis of their own below, which says more than the pattern can.
-    if (path[0] === 'network' && path.length === 2 && error.keyword === 'pattern') {
-      flaggedOrigins.add(Number(path[1]));
-      continue;
-    }
-    if (path[0] === 'network' && path.length === 1 && error.keyword === 'uniqueItems') continue;
-    problems.push(describeSchemaError(error, path));
-  }
-  if (isObject(value)) {
-    const fieldsWithErrors = new Set(schemaErrors.map((error) => pointerSegments(error.instancePath)[0]));
-    if (Array.isArray(value.network)) {
-      for (const { index, message } of checkNetwork(value.network, flaggedOrigins)) {
-        problems.push({ field: `network[${index}]`, message });
-      }
-    }
-    if (typeof value.entry === 'string' && !fieldsWithErrors.has('entry')) {
-      const problem =
-        entryPathFault(value.entry) ?? checkEntry(folder ?? walkPackageFolder(dir), value.entry);
-      if (problem) problems.push({ field: 'entry', message: problem });
-    }
-  }
+  const problems = describeManifestErrors(checkManifestSchema(value).errors, value, (entry) =>
+    checkEntry(folder ?? walkPackageFolder(dir), entry),
+  );
   if (problems.length === 0) return { manifest: value as Manifest, problems: [] };
-  return { manifest: undefined, problems: sortProblems(problems) };
+  return { manifest: undefined, problems };
 }
 
 /** The manifest of `dir`, or a ManifestError listing every problem. */
@@ -111,9 +83,7 @@ export function readManifest(dir: string, folder?: PackageFolder): Manifest {
 
 /** `manifest.json: network[1]: "http://api.example.com" must be an https:// origin …` */
 export function formatManifestProblem(problem: ManifestProblem): string {
-  return problem.field === undefined
-    ? `${manifestFileName}: ${problem.message}`
-    : `${manifestFileName}: ${problem.field}: ${problem.message}`;
+  return `${manifestFileName}: ${sayManifestProblem(problem)}`;
 }
 
 function readManifestJson(dir: string): { value: unknown } | { problem: ManifestProblem } {
@@ -161,100 +131,6 @@ function fileProblem(message: string): { problem: ManifestProblem } {
   return { problem: { message } };
 }
 
-function describeSchemaError(error: ErrorObject, path: readonly string[]): ManifestProblem {
-  const params = error.params as Record<string, unknown>;
-  const top = path[0];
-  const field = fieldName(path);
-  switch (error.keyword) {
-    case 'required': {
-      const missing = String(params.missingProperty);
-      return { field: missing, message: `is missing: give ${whatIsMissing[missing] ?? 'it'}` };
-    }
-    case 'additionalProperties': {
-      const extra = String(params.additionalProperty);
-      const suggestion = closestManifestField(extra);
-      return {
-        field: fieldName([extra]),
-        message:
-          `is not a manifest field${suggestion ? ` (did you mean "${suggestion}"?)` : ''}: ` +
-          `the fields are ${manifestFields.join(', ')}`,
-      };
-    }
-    case 'type':
-      if (field === undefined) {
-        return { message: `must hold one JSON object, {…}, not ${describeType(error.data)}` };
-      }
-      return { field, message: `must be ${article(String(params.type))}, not ${describeType(error.data)}` };
-    case 'pattern':
-      return { field, message: explainPattern(top, String(error.data)) };
-    case 'enum':
-      return {
-        field,
-        message: `${show(error.data)} is not a known brand: the brands are ${(params.allowedValues as unknown[]).join(', ')}`,
-      };
-    case 'minLength':
-      return { field, message: 'must not be empty' };
-    case 'maxLength':
-      return {
-        field,
-        message: `is ${[...String(error.data)].length} characters long: at most ${String(params.limit)} are allowed`,
-      };
-    case 'minItems':
-      return {
-        field,
-        message: 'must list at least one brand, or be left out when the app supports every brand',
-      };
-    case 'maxItems':
-      return {
-        field,
-        message: `lists ${(error.data as unknown[]).length} items: at most ${String(params.limit)} are allowed`,
-      };
-    case 'uniqueItems': {
-      const items = error.data as unknown[];
-      const later = Number(params.i);
-      const earlier = Number(params.j);
-      return {
-        field: fieldName([...path, String(later)]),
-        message: `${show(items[later])} is listed twice (also as ${fieldName([...path, String(earlier)])})`,
-      };
-    }
-    default:
-      return { field, message: error.message ?? `fails the schema's ${error.keyword} rule` };
-  }
-}
-
-function explainPattern(field: string | undefined, value: string): string {
-  if (field === 'id') {
-    const why = /[A-Z]/.test(value)
-      ? ': it has capital letters'
-      : value.includes('.')
-        ? ''
-        : ': it has a single label';
-    return (
-      `${show(value)} must be a reverse-DNS id such as "com.example.hello-car": two or more labels ` +
-      `joined by ".", each of lowercase letters, digits and "-" and starting with a letter${why}`
-    );
-  }
-  if (field === 'version') {
-    const [withoutBuild = ''] = value.split('+');
-    const why = /^v/i.test(value)
-      ? ': leave out the "v"'
-      : /(^|[.-])0\d+(?=$|[.+])/.test(withoutBuild)
-        ? ': leave out leading zeros'
-        : /^\d+(\.\d+)?$/.test(value)
-          ? ': it needs all three numbers'
-          : '';
-    return (
-      `${show(value)} must be a semantic version MAJOR.MINOR.PATCH, such as "1.0.0" or ` +
-      `"1.2.0-beta.1"${why}`
-    );
-  }
-  if (/\p{Cc}/u.test(value)) {
-    return `${show(value)} holds a control character (a tab, line break or invisible code): remove it`;
-  }
-  return `${show(value)} has the wrong form`;
-}
-
 /**
  * Why `entry` does not name a packed file of the walked folder, or undefined. Its case must match
  * the folder's: the host looks it up in the package, where names are case-sensitive.
@@ -296,60 +172,6 @@ function namesIn(entries: PackageFolder['entries'], parent: string): string[] {
   return [...entries.keys()]
     .filter((path) => path.startsWith(prefix) && !path.slice(prefix.length).includes('/'))
     .map((path) => path.slice(prefix.length));
-}
-
-/** In field order, each once: a field that is also a shared schema (`allOf`) can fail a rule twice. */
-function sortProblems(problems: ManifestProblem[]): ManifestProblem[] {
-  const rank = (problem: ManifestProblem): [number, number] => {
-    if (problem.field === undefined) return [-1, 0];
-    const match = /^([^[]+)(?:\[(\d+)\])?/.exec(problem.field);
-    const top = manifestFields.indexOf(match?.[1] ?? '');
-    return [top === -1 ? manifestFields.length : top, Number(match?.[2] ?? -1)];
-  };
-  return problems
-    .map((problem, index) => ({ problem, index, rank: rank(problem) }))
-    .sort((a, b) => a.rank[0] - b.rank[0] || a.rank[1] - b.rank[1] || a.index - b.index)
-    .map(({ problem }) => problem)
-    .filter(
-      (problem, index, all) =>
-        all.findIndex((p) => formatManifestProblem(p) === formatManifestProblem(problem)) === index,
-    );
-}
-
-/** `/network/1` as `["network", "1"]`. */
-function pointerSegments(pointer: string): string[] {
-  if (pointer === '') return [];
-  return pointer
-    .slice(1)
-    .split('/')
-    .map((segment) => segment.replaceAll('~1', '/').replaceAll('~0', '~'));
-}
-
-/** `["network", "1"]` as `network[1]`; undefined for the manifest as a whole. */
-function fieldName(path: readonly string[]): string | undefined {
-  if (path.length === 0) return undefined;
-  const [top = '', ...rest] = path;
-  const head = /^[A-Za-z_$][\w$-]*$/.test(top) ? top : JSON.stringify(top);
-  return head + rest.map((segment) => (/^\d+$/.test(segment) ? `[${segment}]` : `.${segment}`)).join('');
-}
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
-function article(type: string): string {
-  if (type === 'array') return 'an array';
-  if (type === 'object') return 'an object';
-  return `a ${type}`;
-}
-
-function describeType(value: unknown): string {
-  if (value === null) return 'null';
-  if (Array.isArray(value)) return 'an array';
-  if (typeof value === 'object') return 'an object';
-  if (typeof value === 'boolean') return value ? 'true' : 'false';
-  if (typeof value === 'number') return `the number ${value}`;
-  return article(typeof value);
 }
 
 function lineAndColumn(text: string, offset: number): { line: number; column: number } {

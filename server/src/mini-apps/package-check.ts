@@ -5,17 +5,16 @@ import { pipeline } from 'node:stream/promises';
 import { createGunzip } from 'node:zlib';
 import {
   checkManifestSchema,
-  checkNetwork,
-  closestManifestField,
-  entryPathFault,
+  describeManifestErrors,
   type Manifest,
+  type ManifestProblem,
+  manifestProblemAt,
+  sayManifestProblem,
 } from '@svc/manifest';
 import { describeUnstorableText, findUnstorableText } from '@svc/sdk';
-import type { ErrorObject } from 'ajv';
 import { Parser, type ReadEntry } from 'tar';
 import contract from '../../../generated/openapi.json' with { type: 'json' };
 import type { components } from '../../../generated/openapi.ts';
-import { multilineTextPatternSource, textPatternSource } from '../../../generated/patterns.ts';
 import { type FieldError, InvalidError } from '../errors.ts';
 
 export type { Manifest };
@@ -515,81 +514,25 @@ function parseManifest(body: Buffer): Manifest {
       { path: '/manifest', message: `is not valid JSON: ${message}` },
     ]);
   }
-  const unstorable = findUnstorableText(value, '/manifest');
+  const unstorable = findUnstorableText(value);
   if (unstorable) {
-    const message = describeUnstorableText(unstorable);
-    throw packageProblem('manifest_invalid', `${manifestName}: ${unstorable.pointer} ${message}.`, [
-      { path: unstorable.pointer, message },
-    ]);
+    throw manifestInvalid([manifestProblemAt(unstorable.pointer, describeUnstorableText(unstorable))]);
   }
   const schema = checkManifestSchema(value);
-  if (schema.manifest === undefined) {
-    const errors = schema.errors.map(fieldError);
-    const listed = errors.map((error) => `${error.path} ${error.message}`).join('; ');
-    throw packageProblem(
-      'manifest_invalid',
-      `${manifestName} does not match the Manifest schema: ${listed}.`,
-      errors,
-    );
-  }
-  const manifest = schema.manifest;
-  // What the schema cannot say, by the rules svc applies before it packs.
-  const entryFault = entryPathFault(manifest.entry);
-  if (entryFault !== undefined) {
-    throw packageProblem(
-      'manifest_invalid',
-      `The manifest's entry ${shown(manifest.entry)} is not a path inside the package.`,
-      [{ path: '/manifest/entry', message: entryFault }],
-    );
-  }
-  const networkErrors = checkNetwork(manifest.network).map(({ index, message }) => ({
-    path: `/manifest/network/${index}`,
-    message,
-  }));
-  if (networkErrors.length > 0) {
-    const listed = networkErrors.map((error) => `${error.path} ${error.message}`).join('; ');
-    throw packageProblem(
-      'manifest_invalid',
-      `${manifestName} lists network origins that are not origins: ${listed}.`,
-      networkErrors,
-    );
-  }
-  return manifest;
+  // Whether `entry` is in the package is looked up in the archive, under `entry_missing`.
+  const problems = describeManifestErrors(schema.errors, value);
+  if (schema.manifest === undefined || problems.length > 0) throw manifestInvalid(problems);
+  return schema.manifest;
 }
 
-function fieldError(error: ErrorObject): FieldError {
-  const params: Record<string, unknown> = error.params;
-  // ajv places these two at the object that holds the field; the developer looks for the field.
-  if (error.keyword === 'required') {
-    return {
-      path: `/manifest${error.instancePath}/${pointerSegment(params.missingProperty)}`,
-      message: 'is required',
-    };
-  }
-  if (error.keyword === 'additionalProperties') {
-    const suggestion =
-      error.instancePath === '' ? closestManifestField(String(params.additionalProperty)) : undefined;
-    return {
-      path: `/manifest${error.instancePath}/${pointerSegment(params.additionalProperty)}`,
-      message: `is not a manifest field${suggestion ? ` (did you mean "${suggestion}"?)` : ''}`,
-    };
-  }
-  if (error.keyword === 'enum' && Array.isArray(params.allowedValues)) {
-    return {
-      path: `/manifest${error.instancePath}`,
-      message: `must be one of ${params.allowedValues.join(', ')}`,
-    };
-  }
-  if (error.keyword === 'pattern' && textRules.has(String(params.pattern))) {
-    return { path: `/manifest${error.instancePath}`, message: 'must not hold control characters' };
-  }
-  return { path: `/manifest${error.instancePath}`, message: error.message ?? 'is not valid' };
-}
-
-const textRules = new Set([textPatternSource, multilineTextPatternSource]);
-
-function pointerSegment(name: unknown): string {
-  return String(name).replaceAll('~', '~0').replaceAll('/', '~1');
+/** The manifest's problems in svc's words: `errors` by JSON pointer, the detail naming each field. */
+function manifestInvalid(problems: readonly ManifestProblem[]): InvalidError {
+  const count = problems.length === 1 ? 'a problem' : `${problems.length} problems`;
+  return packageProblem(
+    'manifest_invalid',
+    `${manifestName} has ${count}: ${problems.map(sayManifestProblem).join('; ')}.`,
+    problems.map(({ pointer, message }) => ({ path: pointer, message })),
+  );
 }
 
 async function requireGzip(file: FileHandle): Promise<void> {
