@@ -4,8 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, test } from 'vitest';
 import { call } from '../../server/test/support/http.ts';
+import { makeKey, startAgent } from '../../server/test/support/ssh.ts';
 import { type RunningService, startServiceProcess } from './support/service.ts';
-import { makeKey, startAgent } from './support/ssh.ts';
 import { svc, userEnv } from './support/svc.ts';
 
 describe('svc end to end', () => {

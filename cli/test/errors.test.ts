@@ -1,13 +1,12 @@
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, test } from 'vitest';
+import { fingerprintOf, makeKey, sshKeyRecord } from '../../server/test/support/ssh.ts';
 import { runSvc } from './support/run-svc.ts';
-import { makeKey, sshKeyRecord } from './support/ssh.ts';
 import { svc, userEnv } from './support/svc.ts';
 
 // A stand-in for the service that answers each request with the reply the test sets, so that
@@ -140,9 +139,7 @@ describe('svc errors a person understands', () => {
 
   test('when the challenge is for another service, key or namespace then svc refuses to sign it', async () => {
     const key = makeKey(join(home, '.ssh'), 'challenged');
-    const fingerprint = execFileSync('ssh-keygen', ['-l', '-E', 'sha256', '-f', `${key.path}.pub`], {
-      encoding: 'utf8',
-    }).split(' ')[1];
+    const fingerprint = fingerprintOf(`${key.path}.pub`);
     const challenge = (audience: string, keyFingerprint: string, namespace = 'svc-login') => ({
       status: 201,
       body: {

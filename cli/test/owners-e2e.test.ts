@@ -34,9 +34,9 @@ import { call, eventually } from '../../server/test/support/http.ts';
 import { sample } from '../../server/test/support/metrics.ts';
 import { freePort, startMosquitto, type TestMosquitto } from '../../server/test/support/mosquitto.ts';
 import { startTestService, type TestService } from '../../server/test/support/service.ts';
+import { makeKey } from '../../server/test/support/ssh.ts';
 import { openTestStore, type TestStore } from '../../server/test/support/store.ts';
 import { startTcpProxy, type TcpProxy } from '../../server/test/support/tcp-proxy.ts';
-import { makeKey } from './support/ssh.ts';
 import { svc, userEnv } from './support/svc.ts';
 
 const example = join(import.meta.dirname, '../../examples/hello-car');

@@ -5,9 +5,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, test } from 'vitest';
 import { call } from '../../server/test/support/http.ts';
+import { makeKey } from '../../server/test/support/ssh.ts';
 import { runSvc } from './support/run-svc.ts';
 import { type RunningService, startServiceProcess } from './support/service.ts';
-import { makeKey } from './support/ssh.ts';
 import { svc, userEnv } from './support/svc.ts';
 import { onTerminal } from './support/terminal.ts';
 

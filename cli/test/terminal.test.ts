@@ -6,8 +6,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { afterAll, beforeAll, describe, test } from 'vitest';
+import { makeKey, sshKeyRecord } from '../../server/test/support/ssh.ts';
 import { runCli } from '../src/cli.ts';
-import { makeKey, sshKeyRecord } from './support/ssh.ts';
 import { userEnv } from './support/svc.ts';
 import { onTerminal } from './support/terminal.ts';
 

@@ -15,13 +15,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, test } from 'vitest';
-import { makeKey } from '../../cli/test/support/ssh.ts';
 import { svc, userEnv } from '../../cli/test/support/svc.ts';
 import { type Developer, signUpAdmin, signUpDeveloper } from '../../server/test/support/accounts.ts';
 import { chromiumMissing, launchChromium } from '../../server/test/support/browser.ts';
 import { publishMiniApp } from '../../server/test/support/commands.ts';
 import { call } from '../../server/test/support/http.ts';
 import { startTestService, type TestService } from '../../server/test/support/service.ts';
+import { makeKey } from '../../server/test/support/ssh.ts';
 
 const missing = chromiumMissing();
 const screenshots = join(import.meta.dirname, '../../test-output/console');

@@ -8,8 +8,9 @@ import assert from 'node:assert/strict';
 import knex, { type Knex } from 'knex';
 import { afterAll, beforeAll, describe, test } from 'vitest';
 import { type Developer, signUpAdmin } from './support/accounts.ts';
+import { deviceIds } from './support/cars.ts';
 import { call, eventually } from './support/http.ts';
-import { sample } from './support/metrics.ts';
+import { sample, scrape } from './support/metrics.ts';
 import {
   bridgeConnection,
   connectCar,
@@ -25,8 +26,7 @@ const needsPostgres = process.env.DATABASE_URL
   ? false
   : 'needs Postgres (set DATABASE_URL): the outage is made on the wire between the service and the server';
 
-let serial = 0;
-const newDeviceId = () => `brand_b:outage-${process.pid}-${++serial}`;
+const newDeviceId = deviceIds('outage');
 const minute = (n: number) => new Date(Date.parse('2026-11-21T08:00:00Z') + n * 60_000).toISOString();
 
 const statusReport = (deviceId: string, n: number) => ({
@@ -54,10 +54,10 @@ describe.skipIf(needsPostgres)(
     let admin: Developer;
     let server: Knex;
 
-    const scrape = async () => String((await call(service.metricsUrl, 'GET', '')).body);
     const counted = async (suffix: string, outcome: string) =>
-      sample(await scrape(), 'svc_mqtt_messages_total', { suffix, outcome });
-    const dropped = async (reason: string) => sample(await scrape(), 'svc_mqtt_dropped_total', { reason });
+      sample(await scrape(service), 'svc_mqtt_messages_total', { suffix, outcome });
+    const dropped = async (reason: string) =>
+      sample(await scrape(service), 'svc_mqtt_dropped_total', { reason });
 
     /** What a restart does: every session of the service's database ends, and connecting fails until it is back. */
     async function restartBegins(): Promise<void> {

@@ -8,16 +8,17 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, test } from 'vitest';
 import { type Developer, signUpAdmin } from './support/accounts.ts';
+import { deviceIds, provisionCar } from './support/cars.ts';
 import { call, eventually } from './support/http.ts';
-import { sample } from './support/metrics.ts';
+import { sample, scrape } from './support/metrics.ts';
 import { bridgeConnection, connectCar, type PlainBroker, startPlainBroker } from './support/mqtt.ts';
 import { startTestService, type TestService } from './support/service.ts';
 import { openTestStore } from './support/store.ts';
 
 const at = '2026-11-21T09:59:00.000Z';
-let serial = 0;
+const _serial = 0;
 /** A brand_b car of this run: its native id is free-form. */
-const newDeviceId = () => `brand_b:bridge-${process.pid}-${++serial}`;
+const newDeviceId = deviceIds('bridge');
 
 const statusReport = (deviceId: string, extra: Record<string, unknown> = {}) => ({
   device_id: deviceId,
@@ -53,14 +54,6 @@ describe('the MQTT bridge', () => {
 
   const read = (deviceId: string, what: string) =>
     call(service.url, 'GET', `/api/v1/cars/${encodeURIComponent(deviceId)}/${what}`, { token: admin.token });
-  const scrape = async () => String((await call(service.metricsUrl, 'GET', '')).body);
-  async function provision(deviceId: string) {
-    const made = await call(service.url, 'POST', '/api/v1/admin/cars', {
-      token: admin.token,
-      body: { device_id: deviceId, brand: 'brand_b' },
-    });
-    assert.equal(made.status, 201, JSON.stringify(made.body));
-  }
 
   beforeAll(async () => {
     broker = await startPlainBroker();
@@ -82,7 +75,7 @@ describe('the MQTT bridge', () => {
 
   test('when a car reports presence, status and telemetry then status, install and location show them', async () => {
     const deviceId = newDeviceId();
-    await provision(deviceId);
+    await provisionCar(service, admin, deviceId);
     const car = await connectCar(broker, deviceId, at);
     try {
       await car.publish('presence', { device_id: deviceId, brand: 'brand_b', state: 'online', at });
@@ -118,7 +111,7 @@ describe('the MQTT bridge', () => {
         accuracy_m: 4.5,
         recorded_at: at,
       });
-      const metrics = await scrape();
+      const metrics = await scrape(service);
       for (const suffix of ['presence', 'status', 'telemetry']) {
         assert.ok(sample(metrics, 'svc_mqtt_messages_total', { suffix, outcome: 'stored' }) >= 1, suffix);
       }
@@ -130,7 +123,7 @@ describe('the MQTT bridge', () => {
 
   test('when a car drops off without a word then its last will makes it offline', async () => {
     const deviceId = newDeviceId();
-    await provision(deviceId);
+    await provisionCar(service, admin, deviceId);
     const car = await connectCar(broker, deviceId, at);
     await car.publish('presence', { device_id: deviceId, brand: 'brand_b', state: 'online', at });
     await eventually('the car is online', async () => (await read(deviceId, 'status')).body.online === true);
@@ -145,8 +138,8 @@ describe('the MQTT bridge', () => {
     const deviceId = newDeviceId();
     const otherId = newDeviceId();
     const neverProvisioned = newDeviceId();
-    await provision(deviceId);
-    await provision(otherId);
+    await provisionCar(service, admin, deviceId);
+    await provisionCar(service, admin, otherId);
     const car = await connectCar(broker, deviceId, at);
     const stranger = await connectCar(broker, neverProvisioned, at);
     const cases: [reason: string, send: () => Promise<void>][] = [
@@ -171,11 +164,11 @@ describe('the MQTT bridge', () => {
     ];
     try {
       for (const [reason, send] of cases) {
-        const before = sample(await scrape(), 'svc_mqtt_dropped_total', { reason });
+        const before = sample(await scrape(service), 'svc_mqtt_dropped_total', { reason });
         await send();
         await eventually(
           `a ${reason} drop is counted`,
-          async () => sample(await scrape(), 'svc_mqtt_dropped_total', { reason }) === before + 1,
+          async () => sample(await scrape(service), 'svc_mqtt_dropped_total', { reason }) === before + 1,
         );
       }
       for (const id of [deviceId, otherId, neverProvisioned]) {
@@ -203,7 +196,7 @@ describe('the MQTT bridge', () => {
 
   test('when a car sends only an acknowledgement then that moves its last seen to when the service got it, and a stray one is counted as unknown_command', async () => {
     const deviceId = newDeviceId();
-    await provision(deviceId);
+    await provisionCar(service, admin, deviceId);
     const car = await connectCar(broker, deviceId, at);
     try {
       await car.publish('presence', { device_id: deviceId, brand: 'brand_b', state: 'online', at });
@@ -212,7 +205,7 @@ describe('the MQTT bridge', () => {
         'the car shows',
         async () => (await read(deviceId, 'status')).body.last_seen === firstSeen,
       );
-      const before = sample(await scrape(), 'svc_mqtt_dropped_total', { reason: 'unknown_command' });
+      const before = sample(await scrape(service), 'svc_mqtt_dropped_total', { reason: 'unknown_command' });
       service.clock.advance(60_000);
       await car.publish('cmd/ack', strayAck(deviceId));
       const later = new Date(service.clock.now).toISOString();
@@ -223,7 +216,8 @@ describe('the MQTT bridge', () => {
       await eventually(
         'the dropped acknowledgement is counted',
         async () =>
-          sample(await scrape(), 'svc_mqtt_dropped_total', { reason: 'unknown_command' }) === before + 1,
+          sample(await scrape(service), 'svc_mqtt_dropped_total', { reason: 'unknown_command' }) ===
+          before + 1,
       );
     } finally {
       await car.end();
@@ -232,16 +226,17 @@ describe('the MQTT bridge', () => {
 
   test('when storing a message fails then it is counted as handler_failed, and the next message is stored', async () => {
     const deviceId = newDeviceId();
-    await provision(deviceId);
+    await provisionCar(service, admin, deviceId);
     const car = await connectCar(broker, deviceId, at);
     try {
-      const before = sample(await scrape(), 'svc_mqtt_dropped_total', { reason: 'handler_failed' });
+      const before = sample(await scrape(service), 'svc_mqtt_dropped_total', { reason: 'handler_failed' });
       // Valid JSON and a valid report, which Postgres refuses to keep: jsonb holds no NUL character.
       await car.publish('status', statusReport(deviceId, { state: { note: 'a\u0000b' } }));
       await eventually(
         'the failure is counted',
         async () =>
-          sample(await scrape(), 'svc_mqtt_dropped_total', { reason: 'handler_failed' }) === before + 1,
+          sample(await scrape(service), 'svc_mqtt_dropped_total', { reason: 'handler_failed' }) ===
+          before + 1,
       );
       assert.equal((await read(deviceId, 'install')).body.host_version, null);
       await car.publish('status', statusReport(deviceId, { host_version: '2.15.0' }));

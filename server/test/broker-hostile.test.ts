@@ -13,14 +13,14 @@ import { afterAll, beforeAll, describe, test } from 'vitest';
 import { readCarMessage } from '../src/mqtt/car-message.ts';
 import { guardPacketSize, maxPacketBytes, PacketSizeReader } from '../src/mqtt/packet-size-guard.ts';
 import { type Developer, signUpAdmin } from './support/accounts.ts';
+import { deviceIds } from './support/cars.ts';
 import { call, eventually } from './support/http.ts';
-import { sample } from './support/metrics.ts';
+import { sample, scrape } from './support/metrics.ts';
 import { startTestService, type TestService } from './support/service.ts';
 
 const adminEmail = 'hostile-admin@example.com';
 const at = '2026-11-21T09:59:00.000Z';
-let serial = 0;
-const newDeviceId = () => `brand_b:hostile-${process.pid}-${++serial}`;
+const newDeviceId = deviceIds('hostile');
 
 const statusReport = (deviceId: string, state: unknown = { ignition: false }) => ({
   device_id: deviceId,
@@ -46,9 +46,8 @@ describe('a hostile client on the embedded broker', () => {
   let admin: Developer;
   const open: MqttClient[] = [];
 
-  const scrape = async () => String((await call(service.metricsUrl, 'GET', '')).body);
   const refusals = async (reason: string) =>
-    sample(await scrape(), 'svc_mqtt_connections_refused_total', { reason });
+    sample(await scrape(service), 'svc_mqtt_connections_refused_total', { reason });
   const readStatus = (deviceId: string) =>
     call(service.url, 'GET', `/api/v1/cars/${encodeURIComponent(deviceId)}/status`, { token: admin.token });
 
@@ -132,7 +131,7 @@ describe('a hostile client on the embedded broker', () => {
   test('when a car publishes a status nested thousands deep then it is dropped as invalid_payload, and its next status is stored', async () => {
     const car = await provision();
     const client = await signIn(car);
-    const before = sample(await scrape(), 'svc_mqtt_dropped_total', { reason: 'invalid_payload' });
+    const before = sample(await scrape(service), 'svc_mqtt_dropped_total', { reason: 'invalid_payload' });
     const depth = 10_000;
     const deep = JSON.stringify(statusReport(car.deviceId, { nested: 0 })).replace(
       '"nested":0',
@@ -143,7 +142,7 @@ describe('a hostile client on the embedded broker', () => {
     await eventually(
       'the deep status is dropped',
       async () =>
-        sample(await scrape(), 'svc_mqtt_dropped_total', { reason: 'invalid_payload' }) === before + 1,
+        sample(await scrape(service), 'svc_mqtt_dropped_total', { reason: 'invalid_payload' }) === before + 1,
     );
     assert.equal((await readStatus(car.deviceId)).body.reported_at, null);
 

@@ -24,7 +24,7 @@ import {
   type WatchedSimulator,
 } from './support/commands.ts';
 import { call, eventually } from './support/http.ts';
-import { sample } from './support/metrics.ts';
+import { sample, scrape } from './support/metrics.ts';
 import { startTestService, type TestService } from './support/service.ts';
 
 const adminEmail = 'commands-admin@example.com';
@@ -40,7 +40,6 @@ describe('car commands on the embedded broker', () => {
   const bareCars: BareCar[] = [];
   const simulators: WatchedSimulator[] = [];
 
-  const scrape = async () => String((await call(service.metricsUrl, 'GET', '')).body);
   const provision = async (count = 1) =>
     provisionCars({ apiUrl: service.url, token: admin.token, count, brand: 'brand_a' });
   async function bareCar(credential: CarCredential): Promise<BareCar> {
@@ -113,7 +112,7 @@ describe('car commands on the embedded broker', () => {
     // Each move is counted once the store has it, a moment after a reader may see it. `sent` is
     // not looked for here: a car's `accepted` may overtake the broker's PUBACK (see the offline car).
     await eventually('the moves are counted', async () => {
-      const metrics = await scrape();
+      const metrics = await scrape(service);
       return (
         ['queued', 'accepted', 'completed'].every(
           (state) => sample(metrics, 'svc_commands_total', { name: 'doors.lock', state }) >= 1,
@@ -271,7 +270,10 @@ describe('car commands on the embedded broker', () => {
 
   test('when a car is offline when the command is made then it gets the command when it connects, and runs it', async () => {
     const [credential] = (await provision()) as [CarCredential];
-    const sentBefore = sample(await scrape(), 'svc_commands_total', { name: 'doors.lock', state: 'sent' });
+    const sentBefore = sample(await scrape(service), 'svc_commands_total', {
+      name: 'doors.lock',
+      state: 'sent',
+    });
     const sent = await commands.send(admin.token, credential.deviceId, { name: 'doors.lock' });
     assert.equal(sent.status, 202);
     // Published to a car that is not there: the broker took it, nobody got it.
@@ -279,7 +281,7 @@ describe('car commands on the embedded broker', () => {
     await eventually(
       '`sent` is counted',
       async () =>
-        sample(await scrape(), 'svc_commands_total', { name: 'doors.lock', state: 'sent' }) ===
+        sample(await scrape(service), 'svc_commands_total', { name: 'doors.lock', state: 'sent' }) ===
         sentBefore + 1,
     );
     await simulate(credential);
@@ -334,7 +336,10 @@ describe('car commands on the embedded broker', () => {
 
   test('when a command is not final by its expiry then it is expired, is not sent to the car that comes back later, and stays expired', async () => {
     const [credential] = (await provision()) as [CarCredential];
-    const before = sample(await scrape(), 'svc_commands_total', { name: 'doors.unlock', state: 'expired' });
+    const before = sample(await scrape(service), 'svc_commands_total', {
+      name: 'doors.unlock',
+      state: 'expired',
+    });
     const sent = await commands.send(admin.token, credential.deviceId, {
       name: 'doors.unlock',
       ttl_seconds: 60,
@@ -346,7 +351,7 @@ describe('car commands on the embedded broker', () => {
     await eventually(
       'the expiry is counted',
       async () =>
-        sample(await scrape(), 'svc_commands_total', { name: 'doors.unlock', state: 'expired' }) ===
+        sample(await scrape(service), 'svc_commands_total', { name: 'doors.unlock', state: 'expired' }) ===
         before + 1,
     );
 
@@ -413,7 +418,8 @@ describe('car commands on the embedded broker', () => {
     const othersCommand = (await commands.send(admin.token, other.deviceId, { name: 'doors.lock' })).body;
     await receivedBy(other, othersCommand.command_id);
 
-    const dropped = async (reason: string) => sample(await scrape(), 'svc_mqtt_dropped_total', { reason });
+    const dropped = async (reason: string) =>
+      sample(await scrape(service), 'svc_mqtt_dropped_total', { reason });
     for (const [reason, commandId] of [
       ['unknown_command', randomUUID()],
       ['command_of_another_car', othersCommand.command_id],

@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { afterAll, beforeAll, describe, test } from 'vitest';
 import { type Developer, signUpAdmin, signUpDeveloper } from './support/accounts.ts';
-import { carPath, makeOwner, ownerOf, provisionCar } from './support/cars.ts';
+import { carPath, deviceIds, makeOwner, ownerOf, provisionCar } from './support/cars.ts';
 import { call, eventually } from './support/http.ts';
 import { bridgeConnection, connectCar, type PlainBroker, startPlainBroker } from './support/mqtt.ts';
 import { startTestService, type TestService } from './support/service.ts';
@@ -15,8 +15,7 @@ import { lockCarRow } from './support/store.ts';
 
 const reads = ['status', 'location', 'install'] as const;
 const at = '2026-11-21T09:59:00.000Z';
-let serial = 0;
-const newDeviceId = () => `brand_b:owners-${process.pid}-${++serial}`;
+const newDeviceId = deviceIds('owners');
 
 describe('owners', () => {
   let broker: PlainBroker;

@@ -7,13 +7,13 @@
 import assert from 'node:assert/strict';
 import { afterAll, beforeAll, describe, test } from 'vitest';
 import { type Developer, signUpAdmin } from './support/accounts.ts';
+import { deviceIds, provisionCar } from './support/cars.ts';
 import { call, eventually } from './support/http.ts';
-import { sample } from './support/metrics.ts';
+import { sample, scrape } from './support/metrics.ts';
 import { bridgeConnection, connectCar, type PlainBroker, startPlainBroker } from './support/mqtt.ts';
 import { startTestService, type TestService } from './support/service.ts';
 
-let serial = 0;
-const newDeviceId = () => `brand_b:presence-${process.pid}-${++serial}`;
+const newDeviceId = deviceIds('presence');
 /** The time a car made its n-th connection: its will and its `online` carry it (the contract). */
 const connectionAt = (n: number) => new Date(Date.parse('2026-11-21T09:00:00Z') + n * 1000).toISOString();
 const presence = (deviceId: string, state: 'online' | 'offline', at: string) => ({
@@ -34,16 +34,8 @@ describe('car presence', () => {
         token: admin.token,
       })
     ).body.online;
-  const scrape = async () => String((await call(service.metricsUrl, 'GET', '')).body);
   const presenceStored = async () =>
-    sample(await scrape(), 'svc_mqtt_messages_total', { suffix: 'presence', outcome: 'stored' });
-  async function provision(deviceId: string) {
-    const made = await call(service.url, 'POST', '/api/v1/admin/cars', {
-      token: admin.token,
-      body: { device_id: deviceId, brand: 'brand_b' },
-    });
-    assert.equal(made.status, 201, JSON.stringify(made.body));
-  }
+    sample(await scrape(service), 'svc_mqtt_messages_total', { suffix: 'presence', outcome: 'stored' });
 
   /** Connects as its n-th connection, says online, and drops off without a word (its will fires). */
   async function flap(deviceId: string, n: number): Promise<void> {
@@ -68,9 +60,9 @@ describe('car presence', () => {
   test('when cars connect and drop many times quickly then each ends as it last was, and connected cars agrees', async () => {
     const stays = newDeviceId();
     const leaves = newDeviceId();
-    await provision(stays);
-    await provision(leaves);
-    const connectedBefore = sample(await scrape(), 'svc_mqtt_connected_cars');
+    await provisionCar(service, admin, stays);
+    await provisionCar(service, admin, leaves);
+    const connectedBefore = sample(await scrape(service), 'svc_mqtt_connected_cars');
     const storedBefore = await presenceStored();
     const flaps = 15;
 
@@ -90,7 +82,7 @@ describe('car presence', () => {
       );
       assert.equal(await online(stays), true, 'the car that stayed connected is online');
       assert.equal(await online(leaves), false, 'the car that dropped off is offline');
-      assert.equal(sample(await scrape(), 'svc_mqtt_connected_cars'), connectedBefore + 1);
+      assert.equal(sample(await scrape(service), 'svc_mqtt_connected_cars'), connectedBefore + 1);
     } finally {
       await last.end();
     }
@@ -98,7 +90,7 @@ describe('car presence', () => {
 
   test("when an old connection's last will arrives after the new connection's online then the car stays online", async () => {
     const deviceId = newDeviceId();
-    await provision(deviceId);
+    await provisionCar(service, admin, deviceId);
     const car = await connectCar(broker, deviceId, connectionAt(2));
     // Someone else relays the first connection's will late, as a broker or a bridge in between may.
     const relay = await connectCar(broker, newDeviceId(), connectionAt(0));

@@ -11,9 +11,9 @@ import mqtt, { type MqttClient } from 'mqtt';
 import { afterAll, beforeAll, describe, test } from 'vitest';
 import { type CarTopicSuffix, carTopic, carTopicQos, carTopicRetain } from '../../generated/mqtt.ts';
 import { type Developer, signUpAdmin } from './support/accounts.ts';
-import { carPath, provisionCar } from './support/cars.ts';
+import { carPath, deviceIds, provisionCar } from './support/cars.ts';
 import { call, eventually } from './support/http.ts';
-import { sample } from './support/metrics.ts';
+import { sample, scrape } from './support/metrics.ts';
 import { startTestService, type TestService } from './support/service.ts';
 
 /** The service's clock stands at 2026-11-21T10:00:00Z (support/service.ts). */
@@ -30,8 +30,7 @@ const hostileTimes = [
 ];
 const rounds = hostileTimes.length * 2;
 
-let serial = 0;
-const newDeviceId = () => `brand_b:times-${process.pid}-${++serial}`;
+const newDeviceId = deviceIds('times');
 
 interface Car {
   deviceId: string;
@@ -45,9 +44,8 @@ describe('times a car sends', () => {
 
   const read = (deviceId: string, what: string) =>
     call(service.url, 'GET', carPath(deviceId, what), { token: admin.token });
-  const scrape = async () => String((await call(service.metricsUrl, 'GET', '')).body);
   const counts = async (suffix: string) => {
-    const text = await scrape();
+    const text = await scrape(service);
     return {
       stored: sample(text, 'svc_mqtt_messages_total', { suffix, outcome: 'stored' }),
       dropped: sample(text, 'svc_mqtt_messages_total', { suffix, outcome: 'dropped' }),

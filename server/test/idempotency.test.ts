@@ -10,7 +10,7 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, test } from 'vitest';
 import { keyLifetimeMs } from '../src/idempotency/idempotency-service.ts';
 import { type Developer, signUpAdmin, signUpDeveloper } from './support/accounts.ts';
-import { carPath, makeOwner, ownerOf, provisionCar } from './support/cars.ts';
+import { carPath, deviceIds, makeOwner, ownerOf, provisionCar } from './support/cars.ts';
 import { call, putPackage } from './support/http.ts';
 import { makePackage, manifestFor } from './support/packages.ts';
 import { startTestService, type TestService } from './support/service.ts';
@@ -18,7 +18,7 @@ import { lockCarRow } from './support/store.ts';
 
 let serial = 0;
 const newKey = () => `key-${randomBytes(8).toString('hex')}`;
-const newDeviceId = () => `brand_b:idempotent-${process.pid}-${++serial}`;
+const newDeviceId = deviceIds('idempotent');
 
 describe('Idempotency-Key', () => {
   let service: TestService;

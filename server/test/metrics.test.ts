@@ -2,13 +2,12 @@ import assert from 'node:assert/strict';
 import { afterAll, beforeAll, describe, test } from 'vitest';
 import { signUpDeveloper } from './support/accounts.ts';
 import { call, putPackage } from './support/http.ts';
-import { sample } from './support/metrics.ts';
+import { sample, scrape } from './support/metrics.ts';
 import { makePackage, manifestFor } from './support/packages.ts';
 import { startTestService, type TestService } from './support/service.ts';
 
 describe('metrics', () => {
   let service: TestService;
-  const scrape = async () => String((await call(service.metricsUrl, 'GET', '')).body);
 
   beforeAll(async () => {
     service = await startTestService();
@@ -28,7 +27,7 @@ describe('metrics', () => {
     await call(service.url, 'GET', '/api/v1/cars/brand_a%3A1HGCM82633A004352/status', {
       token: developer.token,
     });
-    const text = await scrape();
+    const text = await scrape(service);
     assert.equal(
       sample(text, 'svc_http_requests_total', { route: '/api/v1/dev/me', method: 'GET', status: 200 }),
       3,
@@ -57,7 +56,7 @@ describe('metrics', () => {
       413,
     );
     assert.equal((await putPackage(target.body.upload_url, pkg.bytes)).status, 201);
-    const text = await scrape();
+    const text = await scrape(service);
     assert.ok(sample(text, 'svc_sign_ins_total', { method: 'password', outcome: 'signed_in' }) >= 1);
     assert.equal(sample(text, 'svc_sign_ins_total', { method: 'password', outcome: 'refused' }), 1);
     assert.equal(sample(text, 'svc_uploads_total', { outcome: 'stored' }), 1);

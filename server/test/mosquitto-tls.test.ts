@@ -17,7 +17,7 @@ import { signUpAdmin } from './support/accounts.ts';
 import { provisionCar, statusReport } from './support/cars.ts';
 import { makeCertificates, type TestCertificates } from './support/certificates.ts';
 import { call, eventually } from './support/http.ts';
-import { sample } from './support/metrics.ts';
+import { sample, scrape } from './support/metrics.ts';
 import { accepting, freePort, grantServiceRole } from './support/mosquitto.ts';
 import { startTestService, type TestService } from './support/service.ts';
 
@@ -102,8 +102,10 @@ describe("docs/operating.md's mosquitto.conf, over TLS", () => {
     const owner = await signUpAdmin(service, adminEmail);
     const deviceId = 'brand_b:mosquitto-tls-1';
     const { mqtt: credential } = await provisionCar(service, owner, deviceId);
-    const scrape = async () => (await fetch(service.metricsUrl)).text();
-    const before = sample(await scrape(), 'svc_mqtt_messages_total', { suffix: 'status', outcome: 'stored' });
+    const before = sample(await scrape(service), 'svc_mqtt_messages_total', {
+      suffix: 'status',
+      outcome: 'stored',
+    });
     const car = await mqtt.connectAsync(`mqtts://127.0.0.1:${tlsPort}`, {
       clientId: deviceId,
       username: credential.username,
@@ -118,7 +120,7 @@ describe("docs/operating.md's mosquitto.conf, over TLS", () => {
         { qos: 1 },
       );
       await eventually('the status report is stored', async () => {
-        const now = sample(await scrape(), 'svc_mqtt_messages_total', {
+        const now = sample(await scrape(service), 'svc_mqtt_messages_total', {
           suffix: 'status',
           outcome: 'stored',
         });

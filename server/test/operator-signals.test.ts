@@ -13,7 +13,7 @@ import { carTopic } from '../../generated/mqtt.ts';
 import { type Developer, signUpAdmin } from './support/accounts.ts';
 import { provisionCar } from './support/cars.ts';
 import { call, eventually } from './support/http.ts';
-import { sample } from './support/metrics.ts';
+import { sample, scrape } from './support/metrics.ts';
 import { startMosquitto, type TestMosquitto } from './support/mosquitto.ts';
 import { redisMissing, testRedisUrl } from './support/redis.ts';
 import { startTestService, type TestService } from './support/service.ts';
@@ -21,7 +21,6 @@ import { openTestStore, type TestStore } from './support/store.ts';
 import { startTcpProxy, type TcpProxy } from './support/tcp-proxy.ts';
 
 const noRedis = await redisMissing();
-const scrape = async (service: TestService) => (await fetch(service.metricsUrl)).text();
 const readiness = (service: TestService) => call(service.url, 'GET', '/readyz');
 
 describe.skipIf(noRedis)(`readiness with Redis${noRedis ? ` (${noRedis})` : ''}`, () => {

@@ -4,6 +4,15 @@ import type { Developer } from './accounts.ts';
 import { call } from './http.ts';
 import type { TestService } from './service.ts';
 
+/**
+ * Device ids of a test file's own, `brand:topic-<pid>-<n>`: a new one each call, never one of
+ * another file's, for files that run at once share this machine's broker.
+ */
+export function deviceIds(topic: string, brand = 'brand_b'): () => string {
+  let serial = 0;
+  return () => `${brand}:${topic}-${process.pid}-${++serial}`;
+}
+
 export async function provisionCar(service: TestService, admin: Developer, deviceId: string) {
   const made = await call(service.url, 'POST', '/api/v1/admin/cars', {
     token: admin.token,

@@ -11,3 +11,8 @@ export function sample(text: string, name: string, labels: Record<string, string
   }
   return 0;
 }
+
+/** The Prometheus text a service (or replica) serves on its metrics port right now. */
+export async function scrape(service: { metricsUrl: string }): Promise<string> {
+  return (await fetch(service.metricsUrl)).text();
+}
