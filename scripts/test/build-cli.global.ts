@@ -4,14 +4,19 @@
  * any test file runs (a service started as `npm start` starts serves console/dist). Test files run in parallel; one rebuilding a dist/ while another reads from it would pull
  * it away.
  */
+
+import { serverBundleVariable } from '../../server/test/support/service-process.ts';
 import { buildCli } from '../build-cli.ts';
 import { buildConsole } from '../build-console.ts';
 import { buildSdk } from '../build-sdk.ts';
-import { buildServer } from '../build-server.ts';
+import { buildServer, serverBundle } from '../build-server.ts';
 
 export default async function setup(): Promise<void> {
   buildSdk();
   await buildCli();
   await buildConsole();
   await buildServer();
+  // Test workers inherit the environment, and the service processes they start run this build
+  // instead of compiling the source again each through tsx.
+  process.env[serverBundleVariable] = serverBundle;
 }

@@ -6,7 +6,6 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { fileURLToPath } from 'node:url';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, test } from 'vitest';
 import { routes } from '../../generated/routes.ts';
@@ -14,6 +13,7 @@ import { signUpDeveloper } from './support/accounts.ts';
 import { chromiumMissing, launchChromium } from './support/browser.ts';
 import { call, type Reply, rawExchange } from './support/http.ts';
 import { startTestService, type TestService } from './support/service.ts';
+import { serviceArgs } from './support/service-process.ts';
 
 /** Each path of the contract with its methods, as generated/routes.ts gives them. */
 const contractPaths = new Map<string, Set<string>>();
@@ -232,12 +232,11 @@ describe('CORS with SVC_CORS_ORIGINS', () => {
 });
 
 describe('SVC_CORS_ORIGINS at start', () => {
-  const mainModule = fileURLToPath(new URL('../src/main.ts', import.meta.url));
   // Each wrong form's message: config.test.ts.
   test('when one of its origins is not one then the service refuses to start with one line naming it', () => {
     // Embedded, whatever the suite runs on: only the origins are wrong.
     const { DATABASE_URL: _embedded, ...inherited } = process.env;
-    const run = spawnSync(process.execPath, ['--import', 'tsx', mainModule, '--check'], {
+    const run = spawnSync(process.execPath, serviceArgs('--check'), {
       env: { ...inherited, SVC_CORS_ORIGINS: 'https://a.example.com,ftp://b.example.com' },
       encoding: 'utf8',
     });

@@ -9,10 +9,9 @@ import { afterAll, describe, test } from 'vitest';
 import { call } from './support/http.ts';
 import { testKeyEncryptionKey } from './support/key-encryption.ts';
 import { startMosquitto } from './support/mosquitto.ts';
-import { exitOf, startServiceProcess } from './support/service-process.ts';
+import { exitOf, runServiceToExit, serviceArgs, startServiceProcess } from './support/service-process.ts';
 
 const startProcess = (dataDir: string) => startServiceProcess({ dataDir });
-const mainModule = join(import.meta.dirname, '../src/main.ts');
 
 describe('npm start', () => {
   const dataDir = mkdtempSync(join(tmpdir(), 'svc-data-'));
@@ -87,7 +86,7 @@ describe('npm start', () => {
   });
 
   test('when a setting is wrong then it refuses to start and names the variable', async () => {
-    const child = spawn(process.execPath, ['--import', 'tsx', mainModule], {
+    const child = spawn(process.execPath, serviceArgs(), {
       env: { ...process.env, PORT: 'eighty', DATA_DIR: dataDir },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
@@ -119,18 +118,9 @@ describe('npm start', () => {
     });
   });
 
-  /** Runs main.ts (with `args`) to its end: for starts that must refuse. */
+  /** Runs the service (with `args`) to its end: for starts that must refuse. */
   async function runToExit(env: Record<string, string>, args: string[] = []) {
-    const { DATABASE_URL: _embedded, ...inherited } = process.env;
-    const child = spawn(process.execPath, ['--import', 'tsx', mainModule, ...args], {
-      env: { ...inherited, METRICS_PORT: '0', MQTT_PORT: '0', ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stderr = '';
-    child.stderr?.on('data', (chunk: Buffer) => {
-      stderr += chunk.toString();
-    });
-    const code = await exitOf(child);
+    const { code, stderr } = await runServiceToExit(env, args);
     // The migrations run, and are logged, before the broker and the listeners start: what is
     // looked at here is what follows them.
     return { code, stderr: withoutMigrationLines(stderr) };

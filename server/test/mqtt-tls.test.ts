@@ -5,7 +5,6 @@
  * a certificate that cannot be read stops with one line naming the setting.
  */
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import mqtt from 'mqtt';
@@ -16,16 +15,14 @@ import { type Developer, signUpAdmin } from './support/accounts.ts';
 import { provisionCar, statusReport } from './support/cars.ts';
 import { makeCertificates, type TestCertificates } from './support/certificates.ts';
 import { eventually } from './support/http.ts';
-import { sample } from './support/metrics.ts';
+import { sample, scrape } from './support/metrics.ts';
 import { startTestService, type TestService } from './support/service.ts';
-import { exitOf } from './support/service-process.ts';
+import { runServiceToExit } from './support/service-process.ts';
 
 const adminEmail = 'tls-admin@example.com';
 let certs: TestCertificates;
 let service: TestService;
 let admin: Developer;
-
-const scrape = async () => (await fetch(service.metricsUrl)).text();
 
 beforeAll(async () => {
   certs = makeCertificates();
@@ -51,7 +48,10 @@ describe('the embedded broker over TLS', () => {
   test('when a car that trusts the CA connects over TLS with its credential then its status report is stored', async () => {
     const deviceId = 'brand_b:tls-car-1';
     const { mqtt: credential } = await provisionCar(service, admin, deviceId);
-    const before = sample(await scrape(), 'svc_mqtt_messages_total', { suffix: 'status', outcome: 'stored' });
+    const before = sample(await scrape(service), 'svc_mqtt_messages_total', {
+      suffix: 'status',
+      outcome: 'stored',
+    });
     const car = await mqtt.connectAsync(service.mqttTlsUrl ?? '', {
       clientId: deviceId,
       username: credential.username,
@@ -67,7 +67,7 @@ describe('the embedded broker over TLS', () => {
         { qos: 1 },
       );
       await eventually('the status report is stored', async () => {
-        const now = sample(await scrape(), 'svc_mqtt_messages_total', {
+        const now = sample(await scrape(service), 'svc_mqtt_messages_total', {
           suffix: 'status',
           outcome: 'stored',
         });
@@ -90,7 +90,9 @@ describe('the embedded broker over TLS', () => {
   });
 
   test('when a client trusts another CA then the TLS handshake fails before any sign-in, and is counted', async () => {
-    const before = sample(await scrape(), 'svc_mqtt_connections_refused_total', { reason: 'tls_handshake' });
+    const before = sample(await scrape(service), 'svc_mqtt_connections_refused_total', {
+      reason: 'tls_handshake',
+    });
     const untrusting = mqtt.connectAsync(service.mqttTlsUrl ?? '', {
       clientId: 'brand_b:tls-car-1',
       username: 'brand_b:tls-car-1',
@@ -101,7 +103,9 @@ describe('the embedded broker over TLS', () => {
     });
     await assert.rejects(untrusting, /self[- ]signed|unable to verify|certificate/i);
     await eventually('the refused handshake is counted', async () => {
-      const after = sample(await scrape(), 'svc_mqtt_connections_refused_total', { reason: 'tls_handshake' });
+      const after = sample(await scrape(service), 'svc_mqtt_connections_refused_total', {
+        reason: 'tls_handshake',
+      });
       return after === before + 1;
     });
   });
@@ -154,20 +158,7 @@ describe('svc-car-sim over TLS', () => {
 });
 
 describe('starting with TLS settings that cannot work', () => {
-  const mainModule = join(import.meta.dirname, '../src/main.ts');
-
-  async function runToExit(env: Record<string, string>) {
-    const { DATABASE_URL: _embedded, ...inherited } = process.env;
-    const child = spawn(process.execPath, ['--import', 'tsx', mainModule, '--check'], {
-      env: { ...inherited, PORT: '0', METRICS_PORT: '0', MQTT_PORT: '0', ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stderr = '';
-    child.stderr?.on('data', (chunk: Buffer) => {
-      stderr += chunk.toString();
-    });
-    return { code: await exitOf(child), stderr };
-  }
+  const runToExit = (env: Record<string, string>) => runServiceToExit(env, ['--check']);
 
   test('when MQTT_TLS_KEY names a file that cannot be read then one line names MQTT_TLS_KEY, exit 2, no stack', async () => {
     const run = await runToExit({

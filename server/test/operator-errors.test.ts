@@ -3,10 +3,8 @@
  * one plain line per mistake, never a stack trace or a library's own plain-text noise.
  */
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { createServer as createHttpServer } from 'node:http';
 import { type AddressInfo, createServer, type Socket } from 'node:net';
-import { join } from 'node:path';
 import mqtt from 'mqtt';
 import { afterAll, beforeAll, describe, test } from 'vitest';
 import { eventually } from './support/http.ts';
@@ -16,23 +14,11 @@ import {
   postgresClusterMissing,
   startPostgresCluster,
 } from './support/postgres-cluster.ts';
-import { exitOf, startServiceProcess } from './support/service-process.ts';
+import { runServiceToExit, startServiceProcess } from './support/service-process.ts';
 
-const mainModule = join(import.meta.dirname, '../src/main.ts');
-
-/** `npm start` (or its `--check`) run to its end: its exit code and what it wrote on stderr. */
-async function runToExit(env: Record<string, string>, args: string[] = []) {
-  const { DATABASE_URL: _embedded, ...inherited } = process.env;
-  const child = spawn(process.execPath, ['--import', 'tsx', mainModule, ...args], {
-    env: { ...inherited, PORT: '0', METRICS_PORT: '0', MQTT_PORT: '0', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let stderr = '';
-  child.stderr?.on('data', (chunk: Buffer) => {
-    stderr += chunk.toString();
-  });
-  return { code: await exitOf(child), stderr };
-}
+/** `npm start` (or its `--check`) run to its end, on the suite's store: its exit code and stderr. */
+const runToExit = (env: Record<string, string>, args: string[] = []) =>
+  runServiceToExit(env, args, { inheritDatabaseUrl: true });
 
 describe('when REDIS_URL names a Redis that resets every connection', () => {
   const sockets = new Set<Socket>();

@@ -4,7 +4,6 @@
  * The upload URL stays the service's own (its HMAC, single use, exact size and sha256).
  */
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
@@ -18,10 +17,14 @@ import { testKeyEncryptionKey } from './support/key-encryption.ts';
 import { makePackage, manifestFor, type TestPackage } from './support/packages.ts';
 import { s3rverCredentials, startS3rver, type TestBucket } from './support/s3rver.ts';
 import { startTestService, type TestService } from './support/service.ts';
-import { exitOf, type ServiceProcess, startServiceProcess } from './support/service-process.ts';
+import {
+  exitOf,
+  runServiceToExit,
+  type ServiceProcess,
+  startServiceProcess,
+} from './support/service-process.ts';
 import { openTestStore, type TestStore } from './support/store.ts';
 
-const mainModule = join(import.meta.dirname, '../src/main.ts');
 const mib = 1024 * 1024;
 const keyOf = (uploadId: string) => `packages/${uploadId}.tar.gz`;
 const sha256 = (bytes: Buffer) => createHash('sha256').update(bytes).digest('hex');
@@ -62,21 +65,14 @@ async function putOnceHoldLapses(url: string, pkg: TestPackage) {
   }
 }
 
-/** `npm start` with `env`, run to its exit: the exit code and what it wrote on stderr. */
+/** `npm start` with `env`, run to its exit in a data folder of its own: the exit code and stderr. */
 async function runToExit(env: Record<string, string>) {
-  const { DATABASE_URL: _embedded, ...inherited } = process.env;
   const dataDir = mkdtempSync(join(tmpdir(), 'svc-bucket-refused-'));
-  const child = spawn(process.execPath, ['--import', 'tsx', mainModule], {
-    env: { ...inherited, PORT: '0', METRICS_PORT: '0', MQTT_PORT: '0', DATA_DIR: dataDir, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let stderr = '';
-  child.stderr?.on('data', (chunk: Buffer) => {
-    stderr += chunk.toString();
-  });
-  const code = await exitOf(child);
-  rmSync(dataDir, { recursive: true, force: true });
-  return { code, stderr };
+  try {
+    return await runServiceToExit({ DATA_DIR: dataDir, ...env });
+  } finally {
+    rmSync(dataDir, { recursive: true, force: true });
+  }
 }
 
 describe('packages in an S3-compatible bucket', () => {

@@ -14,11 +14,10 @@ import { release } from '../src/release.ts';
 import { embeddedDbDir, migrateToLatest, openStore, storeOpened } from '../src/store/db.ts';
 import { migrations } from '../src/store/migrations/index.ts';
 import { IncompatibleDatabase, migrate } from '../src/store/migrator.ts';
-import { exitOf, startServiceProcess } from './support/service-process.ts';
+import { exitOf, serviceArgs, startServiceProcess } from './support/service-process.ts';
 import { openTestStore, type TestStore } from './support/store.ts';
 
 const repoRoot = join(import.meta.dirname, '../..');
-const mainModule = join(repoRoot, 'server/src/main.ts');
 
 /** A command run to its end with the service's settings: its exit code and what it wrote. */
 async function run(command: string, args: string[], env: Record<string, string>) {
@@ -123,7 +122,7 @@ describe('when an older build starts on a database whose newest migration serves
   afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
 
   test('then it exits 2 with one JSON line naming the migration and what to do, and no stack trace', async () => {
-    const started = await run(process.execPath, ['--import', 'tsx', mainModule], { DATA_DIR: dataDir });
+    const started = await run(process.execPath, serviceArgs(), { DATA_DIR: dataDir });
     assert.equal(started.code, 2, started.stderr);
     assert.equal(started.stdout, '');
     const lines = jsonLines(started.stderr);

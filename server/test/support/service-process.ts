@@ -1,14 +1,28 @@
 /**
  * The service as `npm start` runs it: `server/src/main.ts` in a process of its own, embedded
  * storage (even when the suite runs against Postgres), a free port. Used by the server's start-up
- * tests and by the CLI's end-to-end tests.
+ * tests and by the CLI's end-to-end tests. Under vitest the process runs the production build the
+ * run's global setup made of that same source (scripts/test/build-cli.global.ts), which starts in
+ * half the time: tsx compiled the whole service again in every process a test started.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { cpSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { cpSync, existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 const mainModule = join(import.meta.dirname, '../../src/main.ts');
+
+/** Where a test run's global setup says the service's build of this run is. */
+export const serverBundleVariable = 'SVC_TEST_SERVER_BUNDLE';
+
+/**
+ * Node's arguments that run the service with `args`: this run's build when the global setup made
+ * one, else the source through tsx (a benchmark started outside vitest).
+ */
+export function serviceArgs(...args: string[]): string[] {
+  const bundle = process.env[serverBundleVariable];
+  return bundle ? [bundle, ...args] : ['--import', 'tsx', mainModule, ...args];
+}
 
 export interface ServiceProcess {
   child: ChildProcess;
@@ -17,6 +31,19 @@ export interface ServiceProcess {
   banner: string;
   /** Stops it with SIGTERM, waits for it, and removes its data unless the caller gave the folder. */
   stop(): Promise<void>;
+}
+
+/**
+ * Under vitest, a data folder's new embedded database starts as a copy of the run's migrated one:
+ * PGlite's first start (initdb) and every migration would otherwise run again in each process.
+ * Nothing is done to a folder that has a database, or is no folder.
+ */
+export function seedDataDir(dataDir: string): void {
+  const template = process.env.SVC_TEST_PGLITE_TEMPLATE;
+  const db = join(dataDir, 'db');
+  if (template && statSync(dataDir, { throwIfNoEntry: false })?.isDirectory() && !existsSync(db)) {
+    cpSync(template, db, { recursive: true });
+  }
 }
 
 export function exitOf(child: ChildProcess): Promise<number | null> {
@@ -28,13 +55,9 @@ export async function startServiceProcess(
   options: { dataDir?: string; env?: Record<string, string> } = {},
 ): Promise<ServiceProcess> {
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'svc-service-'));
-  // Under vitest, a new embedded database starts as a copy of the run's migrated one: PGlite's
-  // first start (initdb) and every migration would otherwise run again in each process.
-  const template = process.env.SVC_TEST_PGLITE_TEMPLATE;
-  const db = join(dataDir, 'db');
-  if (template && !options.env?.DATA_DIR && !existsSync(db)) cpSync(template, db, { recursive: true });
+  if (!options.env?.DATA_DIR) seedDataDir(dataDir);
   const { DATABASE_URL: _embedded, ...inherited } = process.env;
-  const child = spawn(process.execPath, ['--import', 'tsx', mainModule], {
+  const child = spawn(process.execPath, serviceArgs(), {
     env: { ...inherited, PORT: '0', METRICS_PORT: '0', MQTT_PORT: '0', DATA_DIR: dataDir, ...options.env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -60,4 +83,27 @@ export async function startServiceProcess(
       if (!options.dataDir) rmSync(dataDir, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * The service run to its end with `env` (and `args`), on free ports: for starts that must refuse.
+ * Embedded storage unless `env` names a DATABASE_URL, or `inheritDatabaseUrl` keeps the suite's.
+ */
+export async function runServiceToExit(
+  env: Record<string, string>,
+  args: string[] = [],
+  options: { inheritDatabaseUrl?: boolean } = {},
+): Promise<{ code: number | null; stderr: string }> {
+  const { DATABASE_URL: databaseUrl, ...inherited } = process.env;
+  const suiteStore = options.inheritDatabaseUrl && databaseUrl ? { DATABASE_URL: databaseUrl } : {};
+  if (env.DATA_DIR) seedDataDir(env.DATA_DIR);
+  const child = spawn(process.execPath, serviceArgs(...args), {
+    env: { ...inherited, ...suiteStore, PORT: '0', METRICS_PORT: '0', MQTT_PORT: '0', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stderr = '';
+  child.stderr?.on('data', (chunk: Buffer) => {
+    stderr += chunk.toString();
+  });
+  return { code: await exitOf(child), stderr };
 }
