@@ -16,7 +16,6 @@ import { startTestService, type TestService } from './support/service.ts';
 import { openTestStore } from './support/store.ts';
 
 const at = '2026-11-21T09:59:00.000Z';
-const _serial = 0;
 /** A brand_b car of this run: its native id is free-form. */
 const newDeviceId = deviceIds('bridge');
 
@@ -258,7 +257,9 @@ describe('the MQTT bridge', () => {
         store,
         // Nothing is written before the stop: the batch neither fills nor times out.
         bridge: {
-          brokerConnection: bridgeConnection(broker),
+          // A client id of its own beside the file's service: two bridges under one id take the
+          // broker session from each other, and the other one's batch would write these fixes.
+          brokerConnection: { ...bridgeConnection(broker), clientId: 'svc-bridge/patient' },
           telemetryBatch: { maxRows: 10_000, maxDelayMs: 600_000 },
         },
       },
