@@ -8,23 +8,14 @@ import assert from 'node:assert/strict';
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import mqtt from 'mqtt';
 import { afterAll, beforeAll, describe, test } from 'vitest';
 import { type Developer, signUpAdmin } from './support/accounts.ts';
 import { provisionCar } from './support/cars.ts';
+import { freePort } from './support/mosquitto.ts';
+import { signsIn } from './support/mqtt.ts';
 import { startTestService, type TestService } from './support/service.ts';
-
-/** A port no one listens on just now. */
-async function freePort(): Promise<number> {
-  const server = createServer().listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const { port } = server.address() as { port: number };
-  server.close();
-  return port;
-}
 
 /** redis-server on `port`, keeping nothing on disk, as the machine's own is run; resolves once it answers. */
 async function startRedis(port: number, dir: string): Promise<ChildProcess> {
@@ -41,20 +32,6 @@ async function startRedis(port: number, dir: string): Promise<ChildProcess> {
   }
   child.stdout?.resume();
   return child;
-}
-
-async function signsIn(url: string, username: string, password: string): Promise<boolean> {
-  try {
-    const client = await mqtt.connectAsync(
-      url,
-      { username, password, clientId: username, reconnectPeriod: 0, connectTimeout: 5000 },
-      false,
-    );
-    await client.endAsync();
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 /** Whether the car signs in within `ms`, trying every 200 ms. */

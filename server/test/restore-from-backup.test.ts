@@ -13,7 +13,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { createLocalJWKSet, jwtVerify } from 'jose';
-import mqtt from 'mqtt';
 import { afterAll, beforeAll, describe, test } from 'vitest';
 import { createLogger } from '../src/logger.ts';
 import { syncBrokerCredentials } from '../src/mqtt/broker-credential-sync.ts';
@@ -25,6 +24,7 @@ import { publishMiniApp } from './support/commands.ts';
 import { call } from './support/http.ts';
 import { testKeyEncryptionKey } from './support/key-encryption.ts';
 import { startMosquitto, type TestMosquitto } from './support/mosquitto.ts';
+import { signsIn } from './support/mqtt.ts';
 import { redisMissing, testRedisUrl } from './support/redis.ts';
 import { s3rverCredentials, startS3rver, type TestBucket } from './support/s3rver.ts';
 import { startTestService, type TestService } from './support/service.ts';
@@ -41,28 +41,6 @@ const redisUrl = (() => {
   url.pathname = '/13';
   return url.href;
 })();
-
-/** Signs in as a car or connector would (its client id is its user name); true when let in. */
-async function signsIn(mosquitto: TestMosquitto, username: string, password: string): Promise<boolean> {
-  try {
-    const client = await mqtt.connectAsync(
-      mosquitto.url,
-      {
-        username,
-        password,
-        clientId: username,
-        protocolVersion: 4,
-        reconnectPeriod: 0,
-        connectTimeout: 5000,
-      },
-      false,
-    );
-    await client.endAsync();
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 /** The sha256 of a version's package as its download brings it (admins may download any). */
 async function downloadedSha256(base: string, who: Developer, versionId: string): Promise<string> {
@@ -138,7 +116,7 @@ describe.skipIf(redisAway)(`restore from a backup${redisAway ? ` (skipped: ${red
     assert.equal(token.status, 201, JSON.stringify(token.body));
     identityToken = token.body.token;
     for (const [username, password] of passwords)
-      assert.ok(await signsIn(mosquitto, username, password), username);
+      assert.ok(await signsIn(mosquitto.url, username, password), username);
 
     // The backup: pg_dump of the database. Then the machines go: Redis emptied, Mosquitto gone.
     execFileSync('pg_dump', ['--format=custom', '--no-owner', `--file=${backup}`, String(store.databaseUrl)]);
@@ -180,8 +158,12 @@ describe.skipIf(redisAway)(`restore from a backup${redisAway ? ` (skipped: ${red
   test('when the service starts on the restored database then every car and connector signs in to the new Mosquitto with its old password', async () => {
     assert.ok(restored);
     for (const [username, password] of passwords) {
-      assert.equal(await signsIn(restored.mosquitto, username, password), true, `${username} cannot sign in`);
-      assert.equal(await signsIn(restored.mosquitto, username, `${password}x`), false);
+      assert.equal(
+        await signsIn(restored.mosquitto.url, username, password),
+        true,
+        `${username} cannot sign in`,
+      );
+      assert.equal(await signsIn(restored.mosquitto.url, username, `${password}x`), false);
     }
   });
 
@@ -224,7 +206,7 @@ describe.skipIf(redisAway)(`restore from a backup${redisAway ? ` (skipped: ${red
       );
       assert.deepEqual(written, [[passwords.size, 0]]);
       for (const [username, password] of passwords) {
-        assert.equal(await signsIn(mosquitto, username, password), true, `${username} cannot sign in`);
+        assert.equal(await signsIn(mosquitto.url, username, password), true, `${username} cannot sign in`);
       }
     } finally {
       await Promise.all(replicas.map((replica) => replica.stop()));
@@ -255,9 +237,12 @@ describe.skipIf(redisAway)(`restore from a backup${redisAway ? ` (skipped: ${red
       /^svc: broker credentials synced from the database: key-value store 0 written, 1 removed; broker 0 written, 1 removed\.\n$/,
     );
     assert.equal(await redis.get(`mqtt:auth:${gone}`), null);
-    assert.equal(await signsIn(restored.mosquitto, String(gone), String(passwords.get(String(gone)))), false);
     assert.equal(
-      await signsIn(restored.mosquitto, String(cars[0]), String(passwords.get(String(cars[0])))),
+      await signsIn(restored.mosquitto.url, String(gone), String(passwords.get(String(gone)))),
+      false,
+    );
+    assert.equal(
+      await signsIn(restored.mosquitto.url, String(cars[0]), String(passwords.get(String(cars[0])))),
       true,
     );
   });
@@ -273,8 +258,8 @@ describe.skipIf(redisAway)(`restore from a backup${redisAway ? ` (skipped: ${red
       },
     );
     assert.equal(rotated.status, 201, JSON.stringify(rotated.body));
-    assert.equal(await signsIn(restored.mosquitto, deviceId, String(passwords.get(deviceId))), false);
-    assert.equal(await signsIn(restored.mosquitto, deviceId, rotated.body.password), true);
+    assert.equal(await signsIn(restored.mosquitto.url, deviceId, String(passwords.get(deviceId))), false);
+    assert.equal(await signsIn(restored.mosquitto.url, deviceId, rotated.body.password), true);
     const credentials = createRedisCredentialStore(redisUrl, createLogger());
     const report = await syncBrokerCredentials({
       db: restored.store.db,

@@ -87,3 +87,25 @@ export async function connectCar(broker: PlainBroker, deviceId: string, willAt: 
     },
   };
 }
+
+/** Signs in as a car or connector would (its client id is its user name); true when let in. */
+export async function signsIn(url: string, username: string, password: string): Promise<boolean> {
+  try {
+    const client = await mqtt.connectAsync(
+      url,
+      {
+        username,
+        password,
+        clientId: username,
+        protocolVersion: 4,
+        reconnectPeriod: 0,
+        connectTimeout: 5000,
+      },
+      false,
+    );
+    await client.endAsync();
+    return true;
+  } catch {
+    return false;
+  }
+}
