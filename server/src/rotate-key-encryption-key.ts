@@ -5,13 +5,13 @@
  * (docs/operating.md, "Keys at rest"); running it again finds nothing to do.
  */
 
-import { lockSigningKeys } from './identity/signing-key-repository.ts';
-import { sealSigningKeys } from './identity/signing-keys.ts';
 import {
   listSecretsNotSealedWith,
   resealSecret,
   secretContext,
-} from './mqtt/broker-credential-repository.ts';
+} from './broker/broker-credential-repository.ts';
+import { lockSigningKeys } from './identity/signing-key-repository.ts';
+import { sealSigningKeys } from './identity/signing-keys.ts';
 import { loadConfigOrRefuse, openCommandStore, refuse } from './operator-command.ts';
 import { KeyEncryptionError, loadKeyRing } from './store/key-encryption.ts';
 

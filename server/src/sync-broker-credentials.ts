@@ -4,13 +4,14 @@
  * holds and they lack or hold otherwise, and removes those of cars no longer provisioned. The
  * service does the same on every start; this is for a Redis or a Mosquitto replaced while it runs.
  */
+
+import { BrokerSetupError } from './broker/broker.ts';
+import type { BrokerAccounts } from './broker/broker-accounts.ts';
+import { createRedisCredentialStore, createSqlCredentialStore } from './broker/credentials.ts';
+import { createMosquittoBroker } from './broker/mosquitto-dynsec.ts';
+import { syncBrokerCredentials } from './cars/broker-credential-sync.ts';
 import { UnavailableError } from './errors.ts';
 import { createLogger } from './logger.ts';
-import { BrokerSetupError } from './mqtt/broker.ts';
-import type { BrokerAccounts } from './mqtt/broker-accounts.ts';
-import { syncBrokerCredentials } from './mqtt/broker-credential-sync.ts';
-import { createRedisCredentialStore, createSqlCredentialStore } from './mqtt/credentials.ts';
-import { createMosquittoBroker } from './mqtt/mosquitto-dynsec.ts';
 import { loadConfigOrRefuse, openCommandStore, refuse } from './operator-command.ts';
 import { KeyEncryptionError, loadKeyRing } from './store/key-encryption.ts';
 import { storeUnavailableReason } from './store/unavailable.ts';

@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { type CarCredential, provisionCars, type Simulator, startSimulator } from '@svc/car-simulator';
 import { afterAll, afterEach, beforeAll, describe, test } from 'vitest';
-import { serviceUsername } from '../src/mqtt/embedded-broker.ts';
+import { serviceUsername } from '../src/broker/embedded-broker.ts';
 import { type Developer, signUpAdmin } from './support/accounts.ts';
 import { call, eventually } from './support/http.ts';
 import { sample } from './support/metrics.ts';

@@ -8,8 +8,8 @@
 import assert from 'node:assert/strict';
 import mqtt, { type MqttClient } from 'mqtt';
 import { afterAll, beforeAll, describe, test } from 'vitest';
+import { maxPacketBytes } from '../src/broker/packet-size-guard.ts';
 import { maxJsonDepth } from '../src/json-nesting.ts';
-import { maxPacketBytes } from '../src/mqtt/packet-size-guard.ts';
 import { type Developer, signUpAdmin, signUpDeveloper } from './support/accounts.ts';
 import { startEmbeddedUnderTest, startMosquittoUnderTest } from './support/brokers.ts';
 import { carPath, provisionCar } from './support/cars.ts';

@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'vitest';
-import { serviceRoleAcls } from '../src/mqtt/mosquitto-dynsec.ts';
+import { serviceRoleAcls } from '../src/broker/mosquitto-dynsec.ts';
 
 const operating = readFileSync(join(import.meta.dirname, '../../docs/operating.md'), 'utf8');
 

@@ -5,9 +5,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TelemetryRow } from '../src/cars/car-report-repository.ts';
 import { insertCar } from '../src/cars/car-repository.ts';
+import { createTelemetryBatch } from '../src/cars/telemetry-batch.ts';
 import { createLogger, silentLogger } from '../src/logger.ts';
 import type { BridgeMetrics } from '../src/mqtt/bridge-metrics.ts';
-import { createTelemetryBatch } from '../src/mqtt/telemetry-batch.ts';
 import { type Db, migrateToLatest } from '../src/store/db.ts';
 import { eventually } from './support/http.ts';
 import { openTestStore, type TestStore } from './support/store.ts';

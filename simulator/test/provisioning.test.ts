@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { isValidDeviceId } from '@svc/sdk';
 import { afterAll, beforeAll, describe, test } from 'vitest';
-import { createSqlCredentialStore, secretMatches } from '../../server/src/mqtt/credentials.ts';
+import { createSqlCredentialStore, secretMatches } from '../../server/src/broker/credentials.ts';
 import { type Developer, signUpAdmin, signUpDeveloper } from '../../server/test/support/accounts.ts';
 import { call } from '../../server/test/support/http.ts';
 import { startTestService, type TestService } from '../../server/test/support/service.ts';

@@ -6,16 +6,16 @@
  */
 import { type Brand, isValidDeviceId } from '@svc/sdk';
 import type { components } from '../../../generated/openapi.ts';
-import type { Clock } from '../clock.ts';
-import type { ParsedDeviceId } from '../device-id.ts';
-import { ConflictError, InputError, NotFoundError } from '../errors.ts';
-import type { BrokerAccount, BrokerAccounts } from '../mqtt/broker-accounts.ts';
+import type { BrokerAccount, BrokerAccounts } from '../broker/broker-accounts.ts';
 import {
   deleteBrokerCredential,
   putBrokerCredential,
   secretContext,
-} from '../mqtt/broker-credential-repository.ts';
-import { type CredentialStore, hashBrokerSecret, newBrokerSecret } from '../mqtt/credentials.ts';
+} from '../broker/broker-credential-repository.ts';
+import { type CredentialStore, hashBrokerSecret, newBrokerSecret } from '../broker/credentials.ts';
+import type { Clock } from '../clock.ts';
+import type { ParsedDeviceId } from '../device-id.ts';
+import { ConflictError, InputError, NotFoundError } from '../errors.ts';
 import type { Db } from '../store/db.ts';
 import type { KeyRing } from '../store/key-encryption.ts';
 import { endPresence } from './car-report-repository.ts';

@@ -35,6 +35,11 @@ import {
   serviceReceives,
 } from '../../../generated/mqtt.ts';
 import { savePresence, saveStatusReport } from '../cars/car-report-repository.ts';
+import {
+  createTelemetryBatch,
+  defaultTelemetryBatch,
+  type TelemetryBatchOptions,
+} from '../cars/telemetry-batch.ts';
 import type { Clock } from '../clock.ts';
 import type { CommandPublisher } from '../commands/command-outbox.ts';
 import type { AckHandled } from '../commands/command-service.ts';
@@ -44,11 +49,6 @@ import type { BridgeHealth } from './bridge-health.ts';
 import type { BridgeMetrics } from './bridge-metrics.ts';
 import { readCarMessage } from './car-message.ts';
 import { createStoreOutage, StoreOutageError } from './store-outage.ts';
-import {
-  createTelemetryBatch,
-  defaultTelemetryBatch,
-  type TelemetryBatchOptions,
-} from './telemetry-batch.ts';
 
 /** Where the bridge signs in: the embedded broker's service account, or Mosquitto's. */
 export interface BrokerConnection {

@@ -14,9 +14,9 @@ import {
   serviceReceives,
 } from '../../../generated/mqtt.ts';
 import { payloadValidators } from '../../../generated/mqtt-payload-validators.cjs';
+import { maxPacketBytes } from '../broker/packet-size-guard.ts';
 import { maxJsonDepth, nestedDeeperThan } from '../json-nesting.ts';
 import { carTimeFields, carTimeRefusal } from './car-time.ts';
-import { maxPacketBytes } from './packet-size-guard.ts';
 
 /** Why the bridge drops a message: a bounded set, so each is a metric label. */
 export const dropReasons = [

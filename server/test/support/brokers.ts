@@ -3,7 +3,7 @@
  * a Mosquitto of the test's own managed through dynamic security. Each comes with an observer: a
  * sign-in with the service's row of the ACL table, that sees the car topics and sends commands.
  */
-import { serviceUsername } from '../../src/mqtt/embedded-broker.ts';
+import { serviceUsername } from '../../src/broker/embedded-broker.ts';
 import type { BrokerUnderTest } from './broker-acl.ts';
 import { startMosquitto } from './mosquitto.ts';
 import { startTestService } from './service.ts';

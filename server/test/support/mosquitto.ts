@@ -12,8 +12,8 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, connect as tcpConnect } from 'node:net';
 import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
-import { serviceRoleAcls } from '../../src/mqtt/mosquitto-dynsec.ts';
-import { maxPacketBytes } from '../../src/mqtt/packet-size-guard.ts';
+import { serviceRoleAcls } from '../../src/broker/mosquitto-dynsec.ts';
+import { maxPacketBytes } from '../../src/broker/packet-size-guard.ts';
 
 const mosquittoBin = '/usr/sbin/mosquitto';
 const dynsecPlugin = '/usr/lib/x86_64-linux-gnu/mosquitto_dynamic_security.so';

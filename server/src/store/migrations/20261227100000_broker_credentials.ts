@@ -1,6 +1,6 @@
 /**
  * Each car's and connector's broker credential in SQL, so that the key-value store and Mosquitto's
- * dynamic security can be rebuilt from it (mqtt/broker-credential-sync.ts): the secret's hash, and
+ * dynamic security can be rebuilt from it (cars/broker-credential-sync.ts): the secret's hash, and
  * the secret itself sealed with the key-encryption key (Mosquitto takes only plain passwords).
  * A credential issued before this table has only its hash here (taken from the key-value store).
  */

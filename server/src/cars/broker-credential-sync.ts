@@ -7,13 +7,7 @@
  */
 import type { Brand } from '@svc/sdk';
 import { validateDeviceId } from '@svc/sdk';
-import { listCars, listConnectors } from '../cars/car-repository.ts';
-import { connectorUsername } from '../cars/car-service.ts';
-import type { Clock } from '../clock.ts';
-import type { Logger } from '../logger.ts';
-import type { Db } from '../store/db.ts';
-import type { KeyRing } from '../store/key-encryption.ts';
-import type { BrokerAccount, BrokerAccounts } from './broker-accounts.ts';
+import type { BrokerAccount, BrokerAccounts } from '../broker/broker-accounts.ts';
 import {
   adoptBrokerCredential,
   type BrokerCredentialRow,
@@ -22,8 +16,14 @@ import {
   listBrokerCredentials,
   secretContext,
   withCredentialSyncLock,
-} from './broker-credential-repository.ts';
-import type { CredentialStore } from './credentials.ts';
+} from '../broker/broker-credential-repository.ts';
+import type { CredentialStore } from '../broker/credentials.ts';
+import type { Clock } from '../clock.ts';
+import type { Logger } from '../logger.ts';
+import type { Db } from '../store/db.ts';
+import type { KeyRing } from '../store/key-encryption.ts';
+import { listCars, listConnectors } from './car-repository.ts';
+import { connectorUsername } from './car-service.ts';
 
 export function accountOf(row: Pick<BrokerCredentialRow, 'username' | 'role' | 'brand'>): BrokerAccount {
   if (row.role === 'car') {

@@ -9,8 +9,9 @@
  * key-value table, renewed at each scrape and taken over by another once it lapses (a replica gone
  * for good). A handover may count the fleet twice, or not at all, for one scrape interval.
  */
-import { countOnlineCars } from '../cars/car-report-repository.ts';
+
 import type { Db } from '../store/db.ts';
+import { countOnlineCars } from './car-report-repository.ts';
 
 const leaseKey = 'metrics:connected-cars';
 /** Longer than any usual scrape interval, so that the reporter stays put between scrapes. */

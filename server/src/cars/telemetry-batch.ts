@@ -17,12 +17,12 @@
  * on the way is an outage, not a refusal: what is not stored yet waits, as above.
  */
 import { redactDeviceId } from '@svc/sdk';
-import { saveTelemetry, type TelemetryRow } from '../cars/car-report-repository.ts';
 import type { Logger } from '../logger.ts';
+import type { BridgeMetrics } from '../mqtt/bridge-metrics.ts';
+import { storeRetryMs } from '../mqtt/store-outage.ts';
 import type { Db } from '../store/db.ts';
 import { storeUnavailableReason } from '../store/unavailable.ts';
-import type { BridgeMetrics } from './bridge-metrics.ts';
-import { storeRetryMs } from './store-outage.ts';
+import { saveTelemetry, type TelemetryRow } from './car-report-repository.ts';
 
 export interface TelemetryBatchOptions {
   maxRows: number;
