@@ -287,6 +287,8 @@ export function createApp(config: Config, deps: AppDependencies = {}) {
 
   // Each replica looks; the store's lock makes one rotation of their looking at once.
   let keyChecker: NodeJS.Timeout | undefined;
+  let commandSweeper: NodeJS.Timeout | undefined;
+  let commandSweeping: Promise<void> = Promise.resolve();
   let checkingKeys: Promise<void> | undefined;
   const checkSigningKeys = () => {
     checkingKeys ??= services.signingKeys
@@ -360,6 +362,13 @@ export function createApp(config: Config, deps: AppDependencies = {}) {
       // After the migrations, so that what cars report has its tables.
       // Commands wait in SQL until the bridge connects; the sweep expires them meanwhile.
       services.commandOutbox.start();
+      commandSweeper = setInterval(() => {
+        commandSweeping = services.commandOutbox.sweep().catch((error: unknown) =>
+          logger.warn('commands: the expiry sweep failed; it runs again', {
+            error: error instanceof Error ? error.message : String(error),
+          }),
+        );
+      }, config.commandSweepSeconds * 1000).unref();
       bridgeWriter = openOwnConnection(db, {
         acquireTimeoutMs: config.databaseAcquireTimeoutMs,
         statementTimeoutMs: config.databaseStatementTimeoutMs,
@@ -369,7 +378,7 @@ export function createApp(config: Config, deps: AppDependencies = {}) {
         connection: bridgeConnection(mqttUrl),
         commands: {
           acknowledge: (deviceId, ack, seenAt) =>
-            services.commands.acknowledge(deviceId, ack, seenAt, writer),
+            services.commandLifecycle.acknowledge(deviceId, ack, writer),
           carOnline: services.commandOutbox.carOnline,
           brokerConnected: services.commandOutbox.brokerConnected,
           publisherConnected: services.commandOutbox.wake,
@@ -426,6 +435,7 @@ export function createApp(config: Config, deps: AppDependencies = {}) {
       clearInterval(sweeper);
       clearInterval(keySweeper);
       clearInterval(keyChecker);
+      clearInterval(commandSweeper);
       metricsServer?.close();
       metricsServer = undefined;
       // The outbox, then the bridge, so that neither takes the broker's going for a fault to retry.
@@ -461,6 +471,7 @@ export function createApp(config: Config, deps: AppDependencies = {}) {
         sweepingKeys,
         checkingKeys,
         syncingCredentials,
+        commandSweeping,
         bridgeStopped,
       ]);
       await services.storeReadiness.close();

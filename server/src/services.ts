@@ -10,6 +10,7 @@ import { createCarService } from './cars/car-service.ts';
 import { createOwnershipService } from './cars/ownership-service.ts';
 import { createPairingService } from './cars/pairing-service.ts';
 import type { Clock } from './clock.ts';
+import { createCommandLifecycle } from './commands/command-lifecycle.ts';
 import type { CommandMetrics } from './commands/command-metrics.ts';
 import { createCommandOutbox } from './commands/command-outbox.ts';
 import { createCommandService } from './commands/command-service.ts';
@@ -66,12 +67,14 @@ export function createServices(deps: {
     logger,
     keyRing: deps.keyRing,
   });
-  const commandOutbox = createCommandOutbox({
+  const commandLifecycle = createCommandLifecycle({ db, clock, metrics: commandMetrics });
+  const commandOutbox = createCommandOutbox({ db, clock, logger, lifecycle: commandLifecycle });
+  const cars = createCarService({
     db,
     clock,
-    logger,
-    metrics: commandMetrics,
-    options: { sweepMs: config.commandSweepSeconds * 1000 },
+    credentials: deps.credentials,
+    broker: deps.broker,
+    keyRing: deps.keyRing,
   });
   return {
     db,
@@ -88,20 +91,15 @@ export function createServices(deps: {
     keys: createKeyService(db, clock, () => tokens.forgetCached()),
     signIn: createSignInService({ db, clock, tokens, failures, audience: deps.audience }),
     uploads,
-    cars: createCarService({
-      db,
-      clock,
-      credentials: deps.credentials,
-      broker: deps.broker,
-      keyRing: deps.keyRing,
-    }),
+    cars,
     carReports: createCarReportService({ db }),
-    ownership: createOwnershipService({ db, clock, metrics: commandMetrics }),
+    ownership: createOwnershipService({ db, clock, commands: commandLifecycle }),
     miniApps: createMiniAppService({ db, clock, uploads }),
     idempotency: createIdempotencyService({ db, clock }),
+    commandLifecycle,
     commandOutbox,
-    commands: createCommandService({ db, clock, metrics: commandMetrics, outbox: commandOutbox }),
-    pairing: createPairingService({ db, clock, metrics: commandMetrics, outbox: commandOutbox }),
+    commands: createCommandService({ db, clock, lifecycle: commandLifecycle, visibleCar: cars.visible }),
+    pairing: createPairingService({ db, clock, commands: commandLifecycle }),
     signingKeys,
     identityTokens: createIdentityTokenService({ db, clock, keys: signingKeys, issuer: deps.audience }),
   };

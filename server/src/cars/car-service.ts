@@ -6,6 +6,7 @@
  */
 import { type Brand, isValidDeviceId } from '@svc/sdk';
 import type { components } from '../../../generated/openapi.ts';
+import type { Principal } from '../auth/principal.ts';
 import type { BrokerAccount, BrokerAccounts } from '../broker/broker-accounts.ts';
 import {
   deleteBrokerCredential,
@@ -32,6 +33,7 @@ import {
   listCars,
   listConnectors,
 } from './car-repository.ts';
+import { visibleCar } from './car-visibility.ts';
 
 export type Car = components['schemas']['Car'];
 export type Connector = components['schemas']['Connector'];
@@ -158,6 +160,11 @@ export function createCarService(deps: {
   }
 
   return {
+    /** The car, when the caller may see it; otherwise the 404 of a car that does not exist. */
+    async visible(principal: Principal, deviceId: string): Promise<CarRow> {
+      return visibleCar(principal, deviceId, await findCar(db, deviceId));
+    },
+
     async provision(car: ParsedDeviceId): Promise<{ car: Car; mqtt: MqttCredential }> {
       const row = await insertCar(db, {
         device_id: car.deviceId,

@@ -8,8 +8,7 @@
 import { findAccountById } from '../accounts/account-repository.ts';
 import type { Principal } from '../auth/principal.ts';
 import type { Clock } from '../clock.ts';
-import type { CommandMetrics } from '../commands/command-metrics.ts';
-import { withdrawCommandsOf } from '../commands/command-repository.ts';
+import type { CommandLifecycle } from '../commands/command-lifecycle.ts';
 import type { ParsedDeviceId } from '../device-id.ts';
 import { ConflictError, ForbiddenError, InvalidError } from '../errors.ts';
 import type { Db } from '../store/db.ts';
@@ -17,39 +16,27 @@ import { findCarForUpdate, setCarOwner } from './car-repository.ts';
 import { type Car, toApiCar } from './car-service.ts';
 import { visibleCar } from './car-visibility.ts';
 
-const ownerChanged =
-  'The car changed owner before the command finished; a car that had already received it may still run it.';
+export function createOwnershipService(deps: { db: Db; clock: Clock; commands: CommandLifecycle }) {
+  const { db, clock, commands } = deps;
 
-export function createOwnershipService(deps: { db: Db; clock: Clock; metrics: CommandMetrics }) {
-  const { db, clock, metrics } = deps;
-
-  /**
-   * Moves the car from `from` to `to` (null: unpaired) and ends what `from` asked of it, in the
-   * caller's transaction; the ended commands are counted once it commits.
-   */
-  async function changeOwner(trx: Db, deviceId: string, from: string, to: string | null) {
+  /** Moves the car from `from` to `to` (null: unpaired) and ends what `from` asked of it, in the caller's transaction. */
+  async function changeOwner(trx: Db, deviceId: string, from: string, to: string | null): Promise<Car> {
     const at = clock();
     const car = await setCarOwner(trx, deviceId, { owner_id: to, paired_at: to === null ? null : at });
-    const ended = await withdrawCommandsOf(trx, deviceId, from, ownerChanged, at);
-    return { car: toApiCar(car), ended };
-  }
-
-  function counted({ car, ended }: { car: Car; ended: string[] }): Car {
-    for (const name of ended) metrics.moved(name, 'expired');
-    return car;
+    await commands.withdrawOwnersCommands(trx, deviceId, from);
+    return toApiCar(car);
   }
 
   return {
     /** The car without owner; 409 `car_not_paired` when it has none. */
     async unpair(principal: Principal, { deviceId }: ParsedDeviceId): Promise<Car> {
-      const changed = await db.transaction(async (trx) => {
+      return db.transaction(async (trx) => {
         const row = visibleCar(principal, deviceId, await findCarForUpdate(trx, deviceId));
         if (row.owner_id === null) {
           throw new ConflictError('car_not_paired', `The car ${deviceId} is not paired with anyone.`);
         }
         return changeOwner(trx, deviceId, row.owner_id, null);
       });
-      return counted(changed);
     },
 
     /**
@@ -57,7 +44,7 @@ export function createOwnershipService(deps: { db: Db; clock: Clock; metrics: Co
      * a car to someone is its owner's choice; an admin ends a pairing with unpair instead.
      */
     async transfer(principal: Principal, { deviceId }: ParsedDeviceId, toUser: string): Promise<Car> {
-      const changed = await db.transaction(async (trx) => {
+      return db.transaction(async (trx) => {
         const row = visibleCar(principal, deviceId, await findCarForUpdate(trx, deviceId));
         if (row.owner_id === null) {
           throw new ConflictError(
@@ -72,8 +59,7 @@ export function createOwnershipService(deps: { db: Db; clock: Clock; metrics: Co
           );
         }
         // Account ids are UUIDs, which the store compares in any case: so must this.
-        if (toUser.toLowerCase() === principal.accountId.toLowerCase())
-          return { car: toApiCar(row), ended: [] };
+        if (toUser.toLowerCase() === principal.accountId.toLowerCase()) return toApiCar(row);
         if (!(await findAccountById(trx, toUser))) {
           throw new InvalidError(
             'unknown_account',
@@ -82,7 +68,6 @@ export function createOwnershipService(deps: { db: Db; clock: Clock; metrics: Co
         }
         return changeOwner(trx, deviceId, principal.accountId, toUser);
       });
-      return counted(changed);
     },
   };
 }

@@ -8,9 +8,7 @@
 import type { components } from '../../../generated/openapi.ts';
 import type { Principal } from '../auth/principal.ts';
 import type { Clock } from '../clock.ts';
-import type { CommandMetrics } from '../commands/command-metrics.ts';
-import { insertCommand, withdrawCommand } from '../commands/command-repository.ts';
-import { newCommand } from '../commands/command-service.ts';
+import type { CommandLifecycle } from '../commands/command-lifecycle.ts';
 import { type CommandState, finalStates, pairingCommand } from '../commands/command-states.ts';
 import type { ParsedDeviceId } from '../device-id.ts';
 import { ConflictError, InvalidError, NotFoundError, TooManyRequestsError } from '../errors.ts';
@@ -45,21 +43,12 @@ const codeWindowMs = 60 * 60 * 1000;
 export type PairingResult = { kind: 'paired'; car: Car } | { kind: 'code_sent'; sent: PairingCodeSent };
 
 /** What a transaction decided; errors that must keep what it wrote are thrown after it commits. */
-type Decision =
-  | PairingResult
-  | { kind: 'wrong'; triesLeft: number }
-  /** A code was made: its command is counted and published once committed. */
-  | { kind: 'new_code'; sent: PairingCodeSent };
+type Decision = PairingResult | { kind: 'wrong'; triesLeft: number };
 
 const askAgain = 'ask for a new one (POST …/pair without a code)';
 
-export function createPairingService(deps: {
-  db: Db;
-  clock: Clock;
-  metrics: CommandMetrics;
-  outbox: { wake(): void };
-}) {
-  const { db, clock, metrics, outbox } = deps;
+export function createPairingService(deps: { db: Db; clock: Clock; commands: CommandLifecycle }) {
+  const { db, clock, commands } = deps;
 
   function codeSent(car: ParsedDeviceId, commandId: string, expiresAt: Date): PairingCodeSent {
     return {
@@ -86,7 +75,7 @@ export function createPairingService(deps: {
   }
 
   /** The live code's command again, or a new code sent to the car. */
-  async function askForCode(trx: Db, car: ParsedDeviceId, expired: string[]): Promise<Decision> {
+  async function askForCode(trx: Db, car: ParsedDeviceId): Promise<Decision> {
     const { deviceId } = car;
     const now = clock();
     const current = await findPairingCode(trx, deviceId);
@@ -114,24 +103,14 @@ export function createPairingService(deps: {
     }
     const code = newPairingCode();
     const expiresAt = new Date(now.getTime() + pairingCodeTtlMs);
-    const command = newCommand({
+    const command = await commands.enqueue(trx, {
       car,
       name: pairingCommand,
       args: { code },
       createdBy: null,
-      now,
       expiresAt,
     });
-    await insertCommand(trx, command);
-    if (current) {
-      const withdrawn = await withdrawCommand(
-        trx,
-        current.command_id,
-        'A newer pairing code replaced it.',
-        now,
-      );
-      if (withdrawn) expired.push(withdrawn);
-    }
+    if (current) await commands.withdraw(trx, current.command_id, 'A newer pairing code replaced it.');
     const { salt, hash } = hashPairingCode(code);
     await savePairingCode(trx, {
       device_id: deviceId,
@@ -142,16 +121,10 @@ export function createPairingService(deps: {
       created_at: now,
       expires_at: expiresAt,
     });
-    return { kind: 'new_code', sent: codeSent(car, command.command_id, expiresAt) };
+    return { kind: 'code_sent', sent: codeSent(car, command.command_id, expiresAt) };
   }
 
-  async function tryCode(
-    trx: Db,
-    principal: Principal,
-    deviceId: string,
-    typed: string,
-    expired: string[],
-  ): Promise<Decision> {
+  async function tryCode(trx: Db, principal: Principal, deviceId: string, typed: string): Promise<Decision> {
     const now = clock();
     const current = await findPairingCode(trx, deviceId);
     if (!current) {
@@ -188,10 +161,7 @@ export function createPairingService(deps: {
     if (!pairingCodeMatches(code, { salt: current.salt, hash: current.code_hash })) {
       const triesLeft = current.tries_left - 1;
       await setTriesLeft(trx, deviceId, triesLeft);
-      if (triesLeft === 0) {
-        const withdrawn = await withdrawCommand(trx, current.command_id, 'The pairing code was spent.', now);
-        if (withdrawn) expired.push(withdrawn);
-      }
+      if (triesLeft === 0) await commands.withdraw(trx, current.command_id, 'The pairing code was spent.');
       return { kind: 'wrong', triesLeft };
     }
     // The code is gone; its command goes on (the car says it showed it, or it expires with the
@@ -205,17 +175,11 @@ export function createPairingService(deps: {
     /** Without `code`: the car is sent a code to show (202). With it: the caller owns the car (200). */
     async pair(principal: Principal, car: ParsedDeviceId, code: string | undefined): Promise<PairingResult> {
       const { deviceId } = car;
-      // Commands the transaction ended, counted once it commits.
-      const expired: string[] = [];
       const decision = await db.transaction(async (trx): Promise<Decision> => {
-        expired.length = 0;
         const { paired } = await lockPairable(trx, principal, deviceId);
         if (paired) return paired;
-        return code === undefined
-          ? askForCode(trx, car, expired)
-          : tryCode(trx, principal, deviceId, code, expired);
+        return code === undefined ? askForCode(trx, car) : tryCode(trx, principal, deviceId, code);
       });
-      for (const name of expired) metrics.moved(name, 'expired');
       switch (decision.kind) {
         case 'wrong':
           throw new InvalidError(
@@ -225,10 +189,6 @@ export function createPairingService(deps: {
               : `That is not the code the car shows, and it was the last try: ${askAgain}.`,
             { title: 'Wrong pairing code' },
           );
-        case 'new_code':
-          metrics.moved(pairingCommand, 'queued');
-          outbox.wake();
-          return { kind: 'code_sent', sent: decision.sent };
         default:
           return decision;
       }

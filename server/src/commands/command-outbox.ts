@@ -2,37 +2,33 @@
  * The outbox publisher (DESIGN §9): commands are written to SQL first and published from there, so
  * that neither a car that is offline nor a broker that restarts loses one.
  *
- * - A command written is published at once (`wake`); the broker's PUBACK moves it `queued → sent`.
- *   While the broker cannot be reached it stays `queued`, and is published when the bridge
- *   connects again.
- * - Cars connect with a clean session, so a command published while a car was away is gone from
- *   the broker. When a car says `online` (it subscribes to its `cmd` first, the contract says),
- *   its commands that are not final are published again; after the bridge (re)connects, every
- *   car's are, since a broker that restarted kept nothing. A car runs a command at most once per
- *   `command_id` and answers a copy with its last acknowledgement, which also brings back one
- *   lost on the way.
- * - A slow sweep expires what is not final by its `expires_at`, and publishes anything queued a
- *   wake-up missed (a replica that wrote it and died).
+ * - A command is published while it is due (`due_at`): from when it is made, and again from when
+ *   its car says `online` (cars connect with a clean session, so what was published while a car
+ *   was away is gone from the broker; a car subscribes to its `cmd` before it says so, the contract
+ *   says) and from when the bridge (re)connects (a broker that restarted kept nothing, for any car).
+ *   The broker's PUBACK moves it `queued → sent` (command-lifecycle.ts) and ends its being due,
+ *   unless it was asked for again meanwhile. A car runs a command at most once per `command_id`
+ *   and answers a copy with its last acknowledgement, which also brings back one lost on the way.
+ * - Any replica may publish: each claims the rows it publishes (command-repository.ts,
+ *   `FOR UPDATE SKIP LOCKED`, and a claim that lapses after `claimMs` should the replica die), so
+ *   two replicas never send one command at once.
+ * - It works when woken: by a command made in this process, by a `NOTIFY` of another replica's
+ *   (Postgres), by a car coming back, by the broker connection coming up, and by the sweep
+ *   (`sweep`, on the service's scheduler), which expires what is not final by `expires_at` and
+ *   publishes whatever a wake-up missed.
  *
  * Everything goes through one loop per process with a bound on publications in flight (Mosquitto
- * refuses a client that exceeds its receive maximum). Replicas may publish the same command
- * twice; every state move is a conditional UPDATE, so they never corrupt one.
+ * refuses a client that exceeds its receive maximum).
  */
+import { randomUUID } from 'node:crypto';
 import { redactDeviceId, validateDeviceId } from '@svc/sdk';
 import type { Clock } from '../clock.ts';
 import type { Logger } from '../logger.ts';
 import type { Db } from '../store/db.ts';
-import type { CommandMetrics } from './command-metrics.ts';
+import { hasNotifications, type Listening, listen } from '../store/notifications.ts';
+import { type CommandLifecycle, commandsChannel } from './command-lifecycle.ts';
 import { checkCommandPayload, commandPayload, commandTopic, isCommandName } from './command-payload.ts';
-import {
-  type CommandPosition,
-  type CommandRow,
-  expireCommands,
-  failCommand,
-  markSent,
-  pendingCommands,
-  queuedCommands,
-} from './command-repository.ts';
+import { type CommandRow, claimDueCommands, markDue, releaseClaims } from './command-repository.ts';
 
 /** Where commands go: the bridge's connection to the broker. */
 export interface CommandPublisher {
@@ -43,46 +39,48 @@ export interface CommandPublisher {
 }
 
 export interface CommandOutboxOptions {
-  /** How often expiry is swept and the queue looked at without a wake-up, in ms. */
-  sweepMs: number;
   /** How long a publication may wait for the broker's PUBACK before the loop gives up for now. */
   publishTimeoutMs?: number;
   /** Publications in flight at most. */
   maxInFlight?: number;
 }
 
-/** Rows read at a time. */
+/** Rows claimed at a time. */
 const batchSize = 100;
 
 export function createCommandOutbox(deps: {
   db: Db;
   clock: Clock;
   logger: Logger;
-  metrics: CommandMetrics;
-  options: CommandOutboxOptions;
+  lifecycle: CommandLifecycle;
+  options?: CommandOutboxOptions;
 }) {
-  const { db, clock, logger, metrics, options } = deps;
-  const publishTimeoutMs = options.publishTimeoutMs ?? 10_000;
-  const maxInFlight = options.maxInFlight ?? 10;
+  const { db, clock, logger, lifecycle } = deps;
+  const publishTimeoutMs = deps.options?.publishTimeoutMs ?? 10_000;
+  const maxInFlight = deps.options?.maxInFlight ?? 10;
+  /** A claim outlives every publication's wait, and lapses soon after a replica that died. */
+  const claimMs = publishTimeoutMs * 3;
+  /** This process's name on its claims. */
+  const claimant = randomUUID();
 
   let publisher: CommandPublisher | undefined;
   let stopped = false;
-  let sweeper: NodeJS.Timeout | undefined;
-  let sweeping: Promise<void> = Promise.resolve();
+  let listening: Listening | undefined;
+  let stopListeningHere: (() => void) | undefined;
   /** The loop, while it runs; a wake-up meanwhile makes it go round once more. */
   let running: Promise<void> | undefined;
   let again = false;
-  /** Cars that came back, whose commands go out again. */
+  /** Cars that came back, whose commands are due again. */
   const returningCars = new Set<string>();
-  /** Every car's commands go out again (the bridge connected). */
+  /** Every car's commands are due again (the bridge connected). */
   let resendEveryCar = false;
   let stopping: () => void = () => {};
   const stoppedSignal = new Promise<'stopped'>((resolve) => {
     stopping = () => resolve('stopped');
   });
 
-  /** Publishes one command; true once the broker took it. A late PUBACK still counts. */
-  async function publishOne(row: CommandRow): Promise<boolean> {
+  /** Publishes one claimed command; true once the broker took it. A late PUBACK still counts. */
+  async function publishOne(row: CommandRow, claimedAt: Date): Promise<boolean> {
     const target = publisher;
     if (!target?.connected || stopped) return false;
     // Checked when made; a row that fails now was changed behind the service's back, and is
@@ -96,21 +94,13 @@ export function createCommandOutbox(deps: {
         command_id: row.command_id,
         errors: checked.errors,
       });
-      const failed = await failCommand(
-        db,
-        row.command_id,
-        'The service could not send this command.',
-        clock(),
-      );
-      if (failed) metrics.moved(failed, 'failed');
+      await lifecycle.failUnsent(row, 'The service could not send this command.');
       return true;
     }
     const acknowledged = target
       .publish(commandTopic(row.device_id), JSON.stringify(checked.command))
       .then(async () => {
-        if (row.state === 'queued' && (await markSent(db, row.command_id, clock()))) {
-          metrics.moved(row.name, 'sent');
-        }
+        await lifecycle.published(row, { claimant, claimedAt });
         return true;
       });
     let timer: NodeJS.Timeout | undefined;
@@ -134,39 +124,36 @@ export function createCommandOutbox(deps: {
     }
   }
 
-  /** Publishes `rows`, `maxInFlight` at a time; false when any was not taken (stop for now). */
-  async function publishAll(rows: CommandRow[]): Promise<boolean> {
+  /** Publishes claimed `rows`, `maxInFlight` at a time; false when any was not taken (stop for now). */
+  async function publishAll(rows: CommandRow[], claimedAt: Date): Promise<boolean> {
     let next = 0;
     let allTaken = true;
     const lane = async () => {
       while (allTaken && next < rows.length) {
         const row = rows[next++] as CommandRow;
-        if (!(await publishOne(row))) allTaken = false;
+        if (!(await publishOne(row, claimedAt))) allTaken = false;
       }
     };
     await Promise.all(Array.from({ length: Math.min(maxInFlight, rows.length) }, lane));
     return allTaken;
   }
 
-  /** Sends again the pending commands of the cars named, or of every car; false when cut short. */
-  async function resend(deviceIds: readonly string[] | undefined): Promise<boolean> {
-    let after: CommandPosition | undefined;
+  /** Claims and publishes what is due, oldest first; false when cut short (its claims let go). */
+  async function publishDue(): Promise<boolean> {
     for (;;) {
-      const rows = await pendingCommands(db, { now: clock(), limit: batchSize, deviceIds, after });
+      const claimedAt = clock();
+      const rows = await claimDueCommands(db, {
+        claimant,
+        now: claimedAt,
+        until: new Date(claimedAt.getTime() + claimMs),
+        limit: batchSize,
+      });
       if (rows.length === 0) return true;
-      if (!(await publishAll(rows))) return false;
-      if (rows.length < batchSize) return true;
-      const last = rows.at(-1) as CommandRow;
-      after = { createdAt: last.created_at, commandId: last.command_id };
-    }
-  }
-
-  /** Publishes what is queued, oldest first; false when cut short. */
-  async function publishQueued(): Promise<boolean> {
-    for (;;) {
-      const rows = await queuedCommands(db, clock(), batchSize);
-      if (rows.length === 0) return true;
-      if (!(await publishAll(rows))) return false;
+      if (!(await publishAll(rows, claimedAt))) {
+        // What was not taken is due at once for whichever publisher can reach the broker.
+        await releaseClaims(db, claimant);
+        return false;
+      }
       if (rows.length < batchSize) return true;
     }
   }
@@ -178,20 +165,24 @@ export function createCommandOutbox(deps: {
       if (resendEveryCar) {
         resendEveryCar = false;
         returningCars.clear();
-        if (!(await resend(undefined))) {
+        try {
+          await markDue(db, clock());
+        } catch (error) {
           resendEveryCar = true;
-          return;
+          throw error;
         }
       }
-      while (returningCars.size > 0) {
-        const cars = [...returningCars].slice(0, batchSize);
-        for (const car of cars) returningCars.delete(car);
-        if (!(await resend(cars))) {
+      if (returningCars.size > 0) {
+        const cars = [...returningCars];
+        returningCars.clear();
+        try {
+          await markDue(db, clock(), cars);
+        } catch (error) {
           for (const car of cars) returningCars.add(car);
-          return;
+          throw error;
         }
       }
-      if (!(await publishQueued())) return;
+      if (!(await publishDue())) return;
     } while (again && !stopped);
   }
 
@@ -214,22 +205,16 @@ export function createCommandOutbox(deps: {
       });
   }
 
-  async function sweep(): Promise<void> {
-    const expired = await expireCommands(db, clock());
-    for (const name of expired) metrics.moved(name, 'expired');
-    wake();
-  }
-
   return {
     /** The bridge's connection; commands wait in SQL until there is one. */
     attach(connection: CommandPublisher): void {
       publisher = connection;
     },
 
-    /** A command was written: publish it now. */
+    /** Something may be due: publish it now. */
     wake,
 
-    /** The car said `online`: what it has not finished goes out again. */
+    /** The car said `online`: what it has not finished goes out again. Never waits for the store. */
     carOnline(deviceId: string): void {
       returningCars.add(deviceId);
       wake();
@@ -241,25 +226,37 @@ export function createCommandOutbox(deps: {
       wake();
     },
 
-    /** Expires overdue commands and publishes what waits; also runs every `sweepMs`. */
-    sweep,
-
-    start(): void {
-      sweeper = setInterval(() => {
-        sweeping = sweep().catch((error: unknown) =>
-          logger.warn('commands: the expiry sweep failed; it runs again', {
-            error: error instanceof Error ? error.message : String(error),
-          }),
-        );
-      }, options.sweepMs).unref();
+    /** Expires overdue commands and publishes what is due; the service's scheduler runs it. */
+    async sweep(): Promise<void> {
+      await lifecycle.expireOverdue();
+      wake();
     },
 
-    /** Stops publishing; a publication in flight is not waited for (the command stays as it was). */
+    /** Wakes on commands made here and, on Postgres, on those other replicas made. */
+    start(): void {
+      stopListeningHere = lifecycle.onCommandMade(wake);
+      if (hasNotifications(db)) {
+        listening = listen(
+          db,
+          commandsChannel,
+          (sender) => {
+            if (sender !== lifecycle.instance) wake();
+          },
+          logger,
+        );
+      }
+    },
+
+    /**
+     * Stops publishing; a publication in flight is not waited for (the command stays as it was),
+     * and this process's claims are let go, so that another replica may publish them at once.
+     */
     async stop(): Promise<void> {
       stopped = true;
       stopping();
-      clearInterval(sweeper);
-      await Promise.all([running, sweeping]);
+      stopListeningHere?.();
+      await Promise.all([running, listening?.close()]);
+      await releaseClaims(db, claimant).catch(() => {});
     },
   };
 }

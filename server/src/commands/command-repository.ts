@@ -6,7 +6,6 @@
  */
 
 import type { Knex } from 'knex';
-import { upsertSeen } from '../cars/car-report-repository.ts';
 import type { Db } from '../store/db.ts';
 import {
   type AckOutcome,
@@ -35,18 +34,26 @@ function commandFromDb(row: CommandRow): CommandRow {
   return typeof row.args === 'string' ? { ...row, args: JSON.parse(row.args) } : row;
 }
 
+/** As a query binding (a Postgres text[]). */
+const pending: string[] = [...pendingStates];
+
 /**
  * A pairing code travels in its command's arguments while the car may still need it; once the
  * command is final it is forgotten, so the store keeps no live code in the clear past its use.
  */
-/** As a query binding (a Postgres text[]). */
-const pending: string[] = [...pendingStates];
-
 const forgetPairingCode = `args = case when name = '${pairingCommand}' then '{}'::jsonb else args end`;
+
+/** What every move into a final state also does: the pairing code forgotten, nothing left to publish. */
+const finalMove = `${forgetPairingCode}, due_at = null, claimed_by = null, claimed_until = null`;
 
 export async function insertCommand(db: Db, row: CommandRow): Promise<CommandRow> {
   const [inserted] = await db<CommandRow>('car_commands')
-    .insert({ ...row, args: JSON.stringify(row.args) as unknown as Record<string, unknown> })
+    // Due at once: the publisher's clock, not the database's, says when (command-outbox.ts).
+    .insert({
+      ...row,
+      args: JSON.stringify(row.args) as unknown as Record<string, unknown>,
+      due_at: row.created_at,
+    } as CommandRow)
     .returning('*');
   return commandFromDb(inserted as CommandRow);
 }
@@ -96,118 +103,157 @@ export async function listCommands(
   return (await query).map(commandFromDb);
 }
 
-/** Commands waiting for their first publication, oldest first; expired ones are the sweep's. */
-export async function queuedCommands(db: Db, now: Date, limit: number): Promise<CommandRow[]> {
-  const rows = await db<CommandRow>('car_commands')
-    .where({ state: 'queued' })
-    .andWhere('expires_at', '>', now)
-    .orderBy([{ column: 'created_at' }, { column: 'command_id' }])
-    .limit(limit);
-  return rows.map(commandFromDb);
-}
-
 /**
- * Commands not final and not expired, of the cars named (or of every car), oldest first after
- * `after`: what a car that came back, or every car after the broker came back, is sent again.
+ * Claims up to `limit` commands due for publication that no other publisher holds, oldest due
+ * first, until `until`: the rows are picked with `FOR UPDATE SKIP LOCKED`, so publishers on
+ * several replicas claiming at once each get other rows, and the claim outlives the statement,
+ * so that no one else sends the command while its publisher waits for the broker.
  */
-export async function pendingCommands(
+export async function claimDueCommands(
   db: Db,
-  options: { now: Date; limit: number; deviceIds?: readonly string[]; after?: CommandPosition },
+  claim: { claimant: string; now: Date; until: Date; limit: number },
 ): Promise<CommandRow[]> {
-  const query = db<CommandRow>('car_commands')
-    .whereIn('state', pending)
-    .andWhere('expires_at', '>', options.now)
-    .orderBy([{ column: 'created_at' }, { column: 'command_id' }])
-    .limit(options.limit);
-  if (options.deviceIds) query.whereIn('device_id', options.deviceIds);
-  if (options.after) query.where(beyond(options.after, '>'));
-  return (await query).map(commandFromDb);
-}
-
-/** `queued → sent` once the broker took it; false when it had moved on already (acknowledged, expired). */
-export async function markSent(db: Db, commandId: string, at: Date): Promise<boolean> {
-  const moved = await db('car_commands')
-    .where({ command_id: commandId, state: 'queued' })
-    .update({ state: 'sent', sent_at: at, updated_at: at });
-  return moved > 0;
+  const { rows } = await db.raw(
+    `update car_commands c set claimed_by = ?, claimed_until = ?
+     from (
+       select command_id from car_commands
+       where due_at <= ? and state = any(?::text[]) and expires_at > ?
+         and (claimed_until is null or claimed_until <= ?)
+       order by due_at, created_at, command_id
+       limit ?
+       for update skip locked
+     ) due
+     where c.command_id = due.command_id
+     returning c.*`,
+    [claim.claimant, claim.until, claim.now, pending, claim.now, claim.now, claim.limit],
+  );
+  return (rows as CommandRow[])
+    .map(commandFromDb)
+    .sort(
+      (a, b) => a.created_at.getTime() - b.created_at.getTime() || a.command_id.localeCompare(b.command_id),
+    );
 }
 
 /**
- * What an acknowledgement did: moved the command, changed nothing, named no command of this car,
- * or came from a car not provisioned.
+ * The commands not final of the cars named (or of every car) are to be published again: their
+ * cars came back, or the broker did, and a car's clean session kept nothing sent meanwhile.
  */
+export async function markDue(db: Db, at: Date, deviceIds?: readonly string[]): Promise<void> {
+  const query = db('car_commands')
+    .whereIn('state', pending)
+    .andWhere('expires_at', '>', at)
+    .update({ due_at: at });
+  if (deviceIds) query.whereIn('device_id', deviceIds);
+  await query;
+}
+
+/**
+ * The broker took the command: `queued → sent` (the command's name when it moved), and it is no
+ * longer due unless it was asked for again since `claimedAt`. The claim is let go.
+ */
+export async function settlePublished(
+  db: Db,
+  published: { commandId: string; claimant: string; claimedAt: Date; at: Date },
+): Promise<string | undefined> {
+  const { rows } = await db.raw(
+    `with previous as (select command_id, state from car_commands where command_id = ? for update)
+     update car_commands c
+     set state = case when c.state = 'queued' then 'sent' else c.state end,
+         sent_at = case when c.state = 'queued' then ?::timestamptz else c.sent_at end,
+         updated_at = case when c.state = 'queued' then ?::timestamptz else c.updated_at end,
+         due_at = case when c.due_at <= ?::timestamptz then null else c.due_at end,
+         claimed_by = case when c.claimed_by = ? then null else c.claimed_by end,
+         claimed_until = case when c.claimed_by = ? then null else c.claimed_until end
+     from previous
+     where c.command_id = previous.command_id
+     returning c.name, previous.state as previous_state`,
+    [
+      published.commandId,
+      published.at,
+      published.at,
+      published.claimedAt,
+      published.claimant,
+      published.claimant,
+    ],
+  );
+  const [row] = rows as { name: string; previous_state: CommandState }[];
+  return row?.previous_state === 'queued' ? row.name : undefined;
+}
+
+/** Lets go of claims of `claimant` (of one command, or all): what was due is due again at once. */
+export async function releaseClaims(db: Db, claimant: string, commandId?: string): Promise<void> {
+  const query = db('car_commands').where({ claimed_by: claimant }).update({
+    claimed_by: null,
+    claimed_until: null,
+  });
+  if (commandId) query.andWhere({ command_id: commandId });
+  await query;
+}
+
+/** What an acknowledgement did: moved the command, changed nothing, or named no command of this car. */
 export type AckResult =
   | { kind: 'moved'; name: string }
   | { kind: 'unchanged' }
   | { kind: 'unknown_command' }
-  | { kind: 'command_of_another_car' }
-  | { kind: 'unknown_car' };
+  | { kind: 'command_of_another_car' };
 
 /**
  * Moves the car's command as its acknowledgement says, when its state allows; the car's detail is
- * kept (an acknowledgement without one keeps the one before). `seenAt` (a live message) moves the
- * car's last seen. One statement, so one round trip: the bridge takes the next message only once
- * this one is handled, so this write paces every car's acknowledgements (bench:commands).
+ * kept (an acknowledgement without one keeps the one before). One statement, so one round trip:
+ * the bridge takes the next message only once this one is handled, so this write paces every
+ * car's acknowledgements (bench:commands).
  */
 export async function acknowledgeCommand(
   db: Db,
-  ack: {
-    commandId: string;
-    deviceId: string;
-    outcome: AckOutcome;
-    detail: string | null;
-    at: Date;
-    seenAt: Date | undefined;
-  },
+  ack: { commandId: string; deviceId: string; outcome: AckOutcome; detail: string | null; at: Date },
 ): Promise<AckResult> {
   const final = ack.outcome !== 'accepted';
   const { rows } = await db.raw(
-    `with car as (select device_id from cars where device_id = ?),
-     seen as (
-       insert into car_presence (device_id, last_seen)
-       select device_id, ?::timestamptz from car where ?::timestamptz is not null
-       ${upsertSeen}
-     ),
-     moved as (
+    `with moved as (
        update car_commands
-       set state = ?, detail = coalesce(?, detail), updated_at = ?${final ? `, ${forgetPairingCode}` : ''}
-       where command_id = ? and device_id in (select device_id from car) and state = any(?::text[])
+       set state = ?, detail = coalesce(?, detail), updated_at = ?${final ? `, ${finalMove}` : ''}
+       where command_id = ? and device_id = ? and state = any(?::text[])
        returning name
      )
-     select exists (select 1 from car) as car_known,
-            (select name from moved) as moved,
+     select (select name from moved) as moved,
             (select device_id from car_commands where command_id = ?) as command_of`,
     [
-      ack.deviceId,
-      ack.seenAt ?? null,
-      ack.seenAt ?? null,
       ack.outcome,
       ack.detail,
       ack.at,
       ack.commandId,
+      ack.deviceId,
       [...ackMovesFrom(ack.outcome)],
       ack.commandId,
     ],
   );
-  const [row] = rows as { car_known: boolean; moved: string | null; command_of: string | null }[];
-  if (!row?.car_known) return { kind: 'unknown_car' };
-  if (row.moved) return { kind: 'moved', name: row.moved };
-  if (!row.command_of) return { kind: 'unknown_command' };
+  const [row] = rows as { moved: string | null; command_of: string | null }[];
+  if (row?.moved) return { kind: 'moved', name: row.moved };
+  if (!row?.command_of) return { kind: 'unknown_command' };
   return row.command_of === ack.deviceId ? { kind: 'unchanged' } : { kind: 'command_of_another_car' };
 }
 
-/** Every command not final by its `expires_at` is `expired`; the names of those moved, one per command. */
+/**
+ * Every command not final by its `expires_at` is `expired`; the names of those moved, one per
+ * command. Replicas sweeping at once take their rows as publishers do (`SKIP LOCKED`), so none
+ * waits behind another's sweep.
+ */
 export async function expireCommands(db: Db, now: Date): Promise<string[]> {
   const { rows } = await db.raw(
-    `update car_commands
-     set state = 'expired', updated_at = ?, ${forgetPairingCode},
-         detail = case state
+    `update car_commands c
+     set state = 'expired', updated_at = ?, ${finalMove},
+         detail = case c.state
            when 'queued' then 'The broker could not be reached before the command expired.'
            when 'sent' then 'The car did not acknowledge the command before it expired: it may have been offline.'
            else 'The car accepted the command but did not say it finished before it expired.'
          end
-     where state = any(?::text[]) and expires_at <= ?
-     returning name`,
+     from (
+       select command_id from car_commands
+       where state = any(?::text[]) and expires_at <= ?
+       for update skip locked
+     ) overdue
+     where c.command_id = overdue.command_id
+     returning c.name`,
     [now, pending, now],
   );
   return (rows as { name: string }[]).map((row) => row.name);
@@ -227,7 +273,7 @@ export async function withdrawCommand(
   const { rows } = await db.raw(
     `with previous as (select command_id, state from car_commands where command_id = ? for update)
      update car_commands c
-     set ${forgetPairingCode},
+     set ${finalMove},
          state = case when c.state = any(?::text[]) then 'expired' else c.state end,
          detail = case when c.state = any(?::text[]) then ? else c.detail end,
          updated_at = case when c.state = any(?::text[]) then ?::timestamptz else c.updated_at end
@@ -248,7 +294,7 @@ export async function failCommand(
   at: Date,
 ): Promise<string | undefined> {
   const { rows } = await db.raw(
-    `update car_commands set state = 'failed', detail = ?, updated_at = ?, ${forgetPairingCode}
+    `update car_commands set state = 'failed', detail = ?, updated_at = ?, ${finalMove}
      where command_id = ? and state = any(?::text[])
      returning name`,
     [detail, at, commandId, pending],
@@ -269,7 +315,7 @@ export async function withdrawCommandsOf(
   at: Date,
 ): Promise<string[]> {
   const { rows } = await db.raw(
-    `update car_commands set state = 'expired', detail = ?, updated_at = ?
+    `update car_commands set state = 'expired', detail = ?, updated_at = ?, ${finalMove}
      where device_id = ? and created_by = ? and state = any(?::text[])
      returning name`,
     [detail, at, deviceId, owner, pending],

@@ -1,39 +1,20 @@
 /**
- * Commands for cars, for their owners and admins (car-visibility.ts): made after every check (the
- * name, the arguments against the contract, for `app.install` a published version that lists the
- * car's brand), written to the outbox, and followed by their `command_id`. The outbox
- * (command-outbox.ts) publishes them; the cars' acknowledgements, read by the bridge, move them on
- * (`acknowledge`).
+ * Commands for cars, for their owners and admins: made after every check (the caller may see the
+ * car, the name, the arguments against the contract, for `app.install` a published version that
+ * lists the car's brand), written to the outbox through the lifecycle (command-lifecycle.ts), and
+ * followed by their `command_id`.
  */
-import { randomUUID } from 'node:crypto';
 import type { Brand } from '@svc/sdk';
-import type { CarCommandAck } from '../../../generated/mqtt.ts';
 import type { components } from '../../../generated/openapi.ts';
 import type { Principal } from '../auth/principal.ts';
-import { findCar } from '../cars/car-repository.ts';
-import { visibleCar } from '../cars/car-visibility.ts';
 import type { Clock } from '../clock.ts';
 import type { ParsedDeviceId } from '../device-id.ts';
 import { InputError, InvalidError, NotFoundError } from '../errors.ts';
 import { requireInstallableVersion } from '../mini-apps/published-apps.ts';
 import type { Db } from '../store/db.ts';
-import type { CommandMetrics } from './command-metrics.ts';
-import {
-  type CommandName,
-  checkCommandPayload,
-  commandNames,
-  commandPayload,
-  isCommandName,
-} from './command-payload.ts';
-import {
-  type AckResult,
-  acknowledgeCommand,
-  type CommandPosition,
-  type CommandRow,
-  findCommand,
-  insertCommand,
-  listCommands,
-} from './command-repository.ts';
+import type { CommandLifecycle } from './command-lifecycle.ts';
+import { commandNames, isCommandName } from './command-payload.ts';
+import { type CommandPosition, type CommandRow, findCommand, listCommands } from './command-repository.ts';
 import { pairingCommand } from './command-states.ts';
 
 export type Command = components['schemas']['Command'];
@@ -96,69 +77,28 @@ function decodeCursor(cursor: string): CommandPosition {
 }
 
 /**
- * A new command row, checked against the contract as the car will get it: the arguments of
- * `name`, or 422 `invalid_command_args` saying which field is wrong.
+ * The car as the commands need it, when the caller may see it; otherwise the 404 of a car that
+ * does not exist (cars/car-service.ts answers).
  */
-export function newCommand(input: {
-  car: ParsedDeviceId;
-  name: CommandName;
-  args: Record<string, unknown>;
-  createdBy: string | null;
-  now: Date;
-  expiresAt: Date;
-}): CommandRow {
-  const row: CommandRow = {
-    command_id: randomUUID(),
-    device_id: input.car.deviceId,
-    name: input.name,
-    args: input.args,
-    state: 'queued',
-    detail: null,
-    created_by: input.createdBy,
-    created_at: input.now,
-    updated_at: input.now,
-    expires_at: input.expiresAt,
-    sent_at: null,
-  };
-  const checked = checkCommandPayload(input.name, commandPayload(row, input.car.brand));
-  if (!checked.ok) {
-    const said = checked.errors.map((error) => error.message).join('; ');
-    throw new InvalidError('invalid_command_args', `${said}.`, {
-      title: 'Invalid command arguments',
-      errors: checked.errors,
-    });
-  }
-  return row;
-}
-
-/**
- * A car's words as the store can keep them: no store holds a NUL, and an unpaired surrogate is no
- * text; each becomes U+FFFD rather than costing the car its acknowledgement.
- */
-function storable(text: string): string {
-  return text
-    .replaceAll('\u0000', '\uFFFD')
-    .replace(/[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g, '\uFFFD');
-}
-
-/** What the bridge makes of an acknowledgement: for its metrics and its log. */
-export type AckHandled = 'stored' | 'ignored' | 'unknown_command' | 'command_of_another_car' | 'unknown_car';
+export type VisibleCar = (
+  principal: Principal,
+  deviceId: string,
+) => Promise<{ brand: string; paired_at: Date | null }>;
 
 export function createCommandService(deps: {
   db: Db;
   clock: Clock;
-  metrics: CommandMetrics;
-  /** Told of each command written, so that it is published at once. */
-  outbox: { wake(): void };
+  lifecycle: CommandLifecycle;
+  visibleCar: VisibleCar;
 }) {
-  const { db, clock, metrics, outbox } = deps;
+  const { db, clock, lifecycle, visibleCar } = deps;
 
   /**
    * `app.install` installs only what reached the cars' store (a version in review state
    * `published`), and only on a car of a brand that version's manifest lists.
    */
-  async function checkInstallable(args: Record<string, unknown>, brand: string): Promise<void> {
-    await requireInstallableVersion(db, String(args.app_id), String(args.version), brand);
+  async function checkInstallable(trx: Db, args: Record<string, unknown>, brand: string): Promise<void> {
+    await requireInstallableVersion(trx, String(args.app_id), String(args.version), brand);
   }
 
   /**
@@ -166,7 +106,7 @@ export function createCommandService(deps: {
    * (an earlier owner's are theirs alone); an admin, all.
    */
   async function commandsVisibleSince(principal: Principal, deviceId: string): Promise<Date | undefined> {
-    const car = visibleCar(principal, deviceId, await findCar(db, deviceId));
+    const car = await visibleCar(principal, deviceId);
     return principal.isAdmin ? undefined : (car.paired_at ?? undefined);
   }
 
@@ -183,7 +123,7 @@ export function createCommandService(deps: {
   return {
     async create(principal: Principal, parsed: ParsedDeviceId, request: CommandRequest): Promise<Command> {
       const { deviceId, brand } = parsed;
-      const car = visibleCar(principal, deviceId, await findCar(db, deviceId));
+      const car = await visibleCar(principal, deviceId);
       const { name } = request;
       if (!isCommandName(name) || name === pairingCommand) {
         throw new InvalidError(
@@ -192,21 +132,21 @@ export function createCommandService(deps: {
           { title: 'Unknown command' },
         );
       }
-      const now = clock();
       const ttlSeconds = request.ttl_seconds ?? defaultTtlSeconds;
-      const row = newCommand({
-        car: parsed,
-        name,
-        args: request.args ?? {},
-        createdBy: principal.accountId,
-        now,
-        expiresAt: new Date(now.getTime() + ttlSeconds * 1000),
+      const args = request.args ?? {};
+      const made = await db.transaction(async (trx) => {
+        const row = await lifecycle.enqueue(trx, {
+          car: parsed,
+          name,
+          args,
+          createdBy: principal.accountId,
+          expiresAt: new Date(clock().getTime() + ttlSeconds * 1000),
+        });
+        // After the arguments' own check (in `enqueue`), so that a malformed one says so first.
+        if (name === 'app.install') await checkInstallable(trx, args, car.brand);
+        return row;
       });
-      if (name === 'app.install') await checkInstallable(row.args, car.brand);
-      const inserted = await insertCommand(db, row);
-      metrics.moved(inserted.name, 'queued');
-      outbox.wake();
-      return toApiCommand(inserted, brand);
+      return toApiCommand(made, brand);
     },
 
     async get(
@@ -232,40 +172,6 @@ export function createCommandService(deps: {
         commands: page.map((row) => toApiCommand(row, brand)),
         next_cursor: rows.length > limit && last ? encodeCursor(last) : null,
       };
-    },
-
-    /**
-     * What the car said of one of its commands (a valid `cmd/ack` of this car), seen at `seenAt`
-     * (a live message; undefined for a retained one); written on `writer`, the bridge's own
-     * connection, when it has one.
-     */
-    async acknowledge(
-      deviceId: string,
-      ack: CarCommandAck,
-      seenAt: Date | undefined,
-      writer: Db = db,
-    ): Promise<AckHandled> {
-      const result: AckResult = await acknowledgeCommand(writer, {
-        commandId: ack.command_id,
-        deviceId,
-        outcome: ack.outcome,
-        // A reason belongs to `rejected` and `failed` (the contract); any other leaves it as it was.
-        detail:
-          ack.detail !== undefined && (ack.outcome === 'rejected' || ack.outcome === 'failed')
-            ? storable(ack.detail)
-            : null,
-        at: clock(),
-        seenAt,
-      });
-      switch (result.kind) {
-        case 'moved':
-          metrics.moved(result.name, ack.outcome);
-          return 'stored';
-        case 'unchanged':
-          return 'ignored';
-        default:
-          return result.kind;
-      }
     },
   };
 }

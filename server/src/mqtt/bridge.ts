@@ -41,8 +41,8 @@ import {
   type TelemetryBatchOptions,
 } from '../cars/telemetry-batch.ts';
 import type { Clock } from '../clock.ts';
+import type { AckHandled } from '../commands/command-lifecycle.ts';
 import type { CommandPublisher } from '../commands/command-outbox.ts';
-import type { AckHandled } from '../commands/command-service.ts';
 import type { Logger } from '../logger.ts';
 import type { Db } from '../store/db.ts';
 import type { BridgeHealth } from './bridge-health.ts';
@@ -75,7 +75,11 @@ export interface BrokerConnection {
 /** What the bridge tells the commands (command-service.ts, command-outbox.ts). */
 export interface BridgeCommands {
   /** A car's valid acknowledgement of one of its commands; a live one also says the car was seen. */
-  acknowledge(deviceId: string, ack: CarCommandAck, seenAt: Date | undefined): Promise<AckHandled>;
+  acknowledge(
+    deviceId: string,
+    ack: CarCommandAck,
+    seenAt: Date | undefined,
+  ): Promise<AckHandled | 'unknown_car'>;
   /** A car said `online`: it gets again what it has not finished. Must not wait for the broker. */
   carOnline(deviceId: string): void;
   /** The bridge connected (again) and subscribed. */

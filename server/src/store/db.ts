@@ -88,7 +88,12 @@ export function openStore(options: StoreOptions): Db {
   if (options.pgliteDir) mkdirSync(options.pgliteDir, { recursive: true });
   // knex-pglite takes its database as `connection.pglite`, which knex's types do not know of.
   const pglite = {
-    pglite: new PGlite(options.pgliteDir, options.pgliteData ? { loadDataDir: options.pgliteData } : {}),
+    // Options only in the first argument: PGlite reads none beside a data folder that is undefined,
+    // and a test's store then started empty, whatever `pgliteData` said.
+    pglite: new PGlite({
+      dataDir: options.pgliteDir,
+      ...(options.pgliteData ? { loadDataDir: options.pgliteData } : {}),
+    }),
   } as Knex.StaticConnectionConfig;
   return knex({
     client: ClientPgLite,

@@ -19,6 +19,7 @@ import * as signingKeyStates from './20261225090000_signing_key_states.ts';
 import * as migrationReleases from './20261226090000_migration_releases.ts';
 import * as sealedSigningKeys from './20261227090000_sealed_signing_keys.ts';
 import * as brokerCredentials from './20261227100000_broker_credentials.ts';
+import * as commandClaims from './20261228090000_command_claims.ts';
 
 export interface Migration {
   up(db: Knex): Promise<void>;
@@ -50,6 +51,7 @@ export const migrations: MigrationList = [
   ['20261226090000_migration_releases', migrationReleases],
   ['20261227090000_sealed_signing_keys', sealedSigningKeys],
   ['20261227100000_broker_credentials', brokerCredentials],
+  ['20261228090000_command_claims', commandClaims],
 ];
 
 export const migrationSource: Knex.MigrationSource<[string, Migration]> = {

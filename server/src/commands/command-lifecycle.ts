@@ -1,0 +1,209 @@
+/**
+ * Every move of a command (DESIGN §9), in one place: made (`queued`, inside the caller's
+ * transaction), taken by the broker (`sent`), acknowledged by the car (`accepted`, `completed`,
+ * `failed`, `rejected`), expired, withdrawn (a pairing code replaced or spent, a car that changed
+ * owner) and failed unsent. Each move is one conditional UPDATE naming the states it may move from
+ * (command-states.ts), so replicas racing on one command leave it where the first move put it; the
+ * move is counted once, by the replica whose UPDATE changed the row, and only once its transaction
+ * commits.
+ *
+ * Pairing, ownership, the commands API and the outbox ask here; nothing else writes
+ * `car_commands` (the outbox's claims excepted, which move no state).
+ *
+ * A command made wakes the outbox once its transaction commits: this process's at once, and on
+ * Postgres every replica's through a `NOTIFY` sent in the same transaction (store/notifications.ts),
+ * so whichever replica holds the broker publishes it within milliseconds, not at the next sweep.
+ */
+import { randomUUID } from 'node:crypto';
+import type { Knex } from 'knex';
+import type { CarCommandAck } from '../../../generated/mqtt.ts';
+import type { Clock } from '../clock.ts';
+import type { ParsedDeviceId } from '../device-id.ts';
+import { InvalidError } from '../errors.ts';
+import type { Db } from '../store/db.ts';
+import { hasNotifications, notify } from '../store/notifications.ts';
+import type { CommandMetrics } from './command-metrics.ts';
+import { type CommandName, checkCommandPayload, commandPayload } from './command-payload.ts';
+import {
+  acknowledgeCommand,
+  type CommandRow,
+  expireCommands,
+  failCommand,
+  insertCommand,
+  settlePublished,
+  withdrawCommand,
+  withdrawCommandsOf,
+} from './command-repository.ts';
+
+/** The channel on which a replica that made a command tells the others (store/notifications.ts). */
+export const commandsChannel = 'svc_commands';
+
+export interface NewCommand {
+  car: ParsedDeviceId;
+  name: CommandName;
+  args: Record<string, unknown>;
+  /** The account that asked; null for a command the service makes itself. */
+  createdBy: string | null;
+  expiresAt: Date;
+}
+
+/** What an acknowledgement did, for the bridge's metrics and log. */
+export type AckHandled = 'stored' | 'ignored' | 'unknown_command' | 'command_of_another_car';
+
+const ownerChanged =
+  'The car changed owner before the command finished; a car that had already received it may still run it.';
+
+/**
+ * Runs `then` once the transaction `trx` commits (at once outside one); never when it rolls back.
+ * A savepoint's end is not its outer transaction's: the outermost is waited for.
+ */
+function afterCommit(trx: Db, then: () => void): void {
+  let outer = trx as unknown as Partial<Knex.Transaction>;
+  while (outer.parentTransaction) outer = outer.parentTransaction;
+  if (outer.isTransaction && outer.executionPromise) outer.executionPromise.then(then, () => {});
+  else then();
+}
+
+/**
+ * A car's words as the store can keep them: no store holds a NUL, and an unpaired surrogate is no
+ * text; each becomes U+FFFD rather than costing the car its acknowledgement.
+ */
+function storable(text: string): string {
+  return text
+    .replaceAll('\u0000', '\uFFFD')
+    .replace(/[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g, '\uFFFD');
+}
+
+export function createCommandLifecycle(deps: { db: Db; clock: Clock; metrics: CommandMetrics }) {
+  const { db, clock, metrics } = deps;
+  /** Says which notifications this process sent itself (it has woken its own outbox already). */
+  const instance = randomUUID();
+  const notifies = hasNotifications(db);
+  const wakeListeners = new Set<() => void>();
+
+  function counted(trx: Db, names: readonly string[], state: Parameters<CommandMetrics['moved']>[1]) {
+    if (names.length === 0) return;
+    afterCommit(trx, () => {
+      for (const name of names) metrics.moved(name, state);
+    });
+  }
+
+  return {
+    /** Sent with each notification of this process: its own are no news to it. */
+    instance,
+
+    /** Calls `wake` whenever this process made a command, once it is committed. */
+    onCommandMade(wake: () => void): () => void {
+      wakeListeners.add(wake);
+      return () => wakeListeners.delete(wake);
+    },
+
+    /**
+     * Writes a command, `queued`, inside the caller's transaction `trx`, checked against the
+     * contract as the car will get it: 422 `invalid_command_args` saying which field is wrong.
+     */
+    async enqueue(trx: Db, input: NewCommand): Promise<CommandRow> {
+      const now = clock();
+      const row: CommandRow = {
+        command_id: randomUUID(),
+        device_id: input.car.deviceId,
+        name: input.name,
+        args: input.args,
+        state: 'queued',
+        detail: null,
+        created_by: input.createdBy,
+        created_at: now,
+        updated_at: now,
+        expires_at: input.expiresAt,
+        sent_at: null,
+      };
+      const checked = checkCommandPayload(input.name, commandPayload(row, input.car.brand));
+      if (!checked.ok) {
+        const said = checked.errors.map((error) => error.message).join('; ');
+        throw new InvalidError('invalid_command_args', `${said}.`, {
+          title: 'Invalid command arguments',
+          errors: checked.errors,
+        });
+      }
+      const inserted = await insertCommand(trx, row);
+      if (notifies) await notify(trx, commandsChannel, instance);
+      afterCommit(trx, () => {
+        metrics.moved(inserted.name, 'queued');
+        for (const wake of wakeListeners) wake();
+      });
+      return inserted;
+    },
+
+    /**
+     * Ends a command the service no longer wants delivered (a pairing code replaced or spent):
+     * `expired` with `detail` when it was not final; its pairing code is forgotten either way.
+     */
+    async withdraw(trx: Db, commandId: string, detail: string): Promise<void> {
+      const name = await withdrawCommand(trx, commandId, detail, clock());
+      counted(trx, name ? [name] : [], 'expired');
+    },
+
+    /**
+     * Ends what `owner` asked of the car and is not final yet, when the car stops being theirs
+     * (unpair, transfer): a new owner must not find the last one's `doors.unlock` arriving.
+     * Commands an admin made go on.
+     */
+    async withdrawOwnersCommands(trx: Db, deviceId: string, owner: string): Promise<void> {
+      counted(trx, await withdrawCommandsOf(trx, deviceId, owner, ownerChanged, clock()), 'expired');
+    },
+
+    /**
+     * The broker took a publication of `row`, claimed at `claimedAt` by `claimant`: a `queued`
+     * command is `sent`, and it is due no more unless asked for again since the claim.
+     */
+    async published(row: CommandRow, claim: { claimant: string; claimedAt: Date }): Promise<void> {
+      const moved = await settlePublished(db, {
+        commandId: row.command_id,
+        claimant: claim.claimant,
+        claimedAt: claim.claimedAt,
+        at: clock(),
+      });
+      if (moved) metrics.moved(moved, 'sent');
+    },
+
+    /** A command the service cannot send after all (it no longer fits the contract): `failed`. */
+    async failUnsent(row: CommandRow, detail: string): Promise<void> {
+      const moved = await failCommand(db, row.command_id, detail, clock());
+      if (moved) metrics.moved(moved, 'failed');
+    },
+
+    /** Every command not final by its `expires_at` is `expired`. */
+    async expireOverdue(): Promise<void> {
+      for (const name of await expireCommands(db, clock())) metrics.moved(name, 'expired');
+    },
+
+    /**
+     * What the car said of one of its commands (a valid `cmd/ack` of this car), written on
+     * `writer`, the bridge's own connection, when it has one.
+     */
+    async acknowledge(deviceId: string, ack: CarCommandAck, writer: Db = db): Promise<AckHandled> {
+      const result = await acknowledgeCommand(writer, {
+        commandId: ack.command_id,
+        deviceId,
+        outcome: ack.outcome,
+        // A reason belongs to `rejected` and `failed` (the contract); any other leaves it as it was.
+        detail:
+          ack.detail !== undefined && (ack.outcome === 'rejected' || ack.outcome === 'failed')
+            ? storable(ack.detail)
+            : null,
+        at: clock(),
+      });
+      switch (result.kind) {
+        case 'moved':
+          metrics.moved(result.name, ack.outcome);
+          return 'stored';
+        case 'unchanged':
+          return 'ignored';
+        default:
+          return result.kind;
+      }
+    },
+  };
+}
+
+export type CommandLifecycle = ReturnType<typeof createCommandLifecycle>;
