@@ -43,7 +43,7 @@ import { answerParserErrors, originFormTarget } from './http/transport.ts';
 import { contractValidators } from './http/validation.ts';
 import { createLogger, type Logger } from './logger.ts';
 import { createMetrics, listenForMetrics } from './metrics.ts';
-import { type Bridge, type BrokerConnection, createBridge } from './mqtt/bridge.ts';
+import { type Bridge, type BrokerConnection, createBridge, serviceBrokerConnection } from './mqtt/bridge.ts';
 import { createBridgeHealth } from './mqtt/bridge-health.ts';
 import { createBridgeMetrics } from './mqtt/bridge-metrics.ts';
 import { createServices } from './services.ts';
@@ -189,24 +189,8 @@ export function createApp(config: Config, deps: AppDependencies = {}) {
     ),
   );
   /** The bridge signs in to the broker as the service: MQTT 5 shared subscriptions on Mosquitto. */
-  const bridgeConnection = (mqttUrl: string): BrokerConnection => {
-    if (deps.brokerConnection) return deps.brokerConnection;
-    const { username, password } = broker.serviceCredential;
-    // The broker takes the service's clients only under its user name. The same at every start
-    // of this replica, so that it takes back its session (bridge.ts); another replica's differs.
-    const clientId = `${username}/bridge-${config.replicaId}`;
-    return config.mqttUrl
-      ? {
-          url: config.mqttUrl,
-          username,
-          password,
-          clientId,
-          protocolVersion: 5,
-          shared: true,
-          ca: config.mqttCa,
-        }
-      : { url: mqttUrl, username, password, clientId, protocolVersion: 4 };
-  };
+  const bridgeConnection = (mqttUrl: string): BrokerConnection =>
+    deps.brokerConnection ?? serviceBrokerConnection(config, broker.serviceCredential, mqttUrl);
   let bridge: Bridge | undefined;
   /** The bridge's own Postgres connection (see `writer` in bridge.ts); none on PGlite. */
   let bridgeWriter: Db | undefined;
@@ -377,8 +361,7 @@ export function createApp(config: Config, deps: AppDependencies = {}) {
       bridge = createBridge({
         connection: bridgeConnection(mqttUrl),
         commands: {
-          acknowledge: (deviceId, ack, seenAt) =>
-            services.commandLifecycle.acknowledge(deviceId, ack, writer),
+          acknowledge: (deviceId, ack) => services.commandLifecycle.acknowledge(deviceId, ack, writer),
           carOnline: services.commandOutbox.carOnline,
           brokerConnected: services.commandOutbox.brokerConnected,
           publisherConnected: services.commandOutbox.wake,

@@ -3,11 +3,13 @@
 // Postgres with DATABASE_URL), that a row the store refuses costs no other row, even when the store
 // goes away meanwhile.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { TelemetryRow } from '../src/cars/car-report-repository.ts';
 import { insertCar } from '../src/cars/car-repository.ts';
-import { createTelemetryBatch } from '../src/cars/telemetry-batch.ts';
+import {
+  createTelemetryBatch,
+  type TelemetryBatchMetrics,
+  type TelemetryRow,
+} from '../src/cars/telemetry-batch.ts';
 import { createLogger, silentLogger } from '../src/logger.ts';
-import type { BridgeMetrics } from '../src/mqtt/bridge-metrics.ts';
 import { type Db, migrateToLatest } from '../src/store/db.ts';
 import { eventually } from './support/http.ts';
 import { openTestStore, type TestStore } from './support/store.ts';
@@ -35,7 +37,7 @@ function heldStore() {
   };
 }
 
-const metrics: BridgeMetrics = { counted() {}, dropped() {} };
+const metrics: TelemetryBatchMetrics = { stored() {}, dropped() {} };
 
 function fix(n: number): TelemetryRow {
   return {
@@ -93,13 +95,13 @@ describe('a telemetry batch', () => {
   });
 });
 
-/** Metrics that remember what was counted, as `suffix outcome` or `suffix dropped reason`. */
+/** Metrics that remember what was counted, as `telemetry stored` or `telemetry dropped reason`. */
 function countingMetrics() {
   const counts = new Map<string, number>();
   const add = (key: string, count: number) => counts.set(key, (counts.get(key) ?? 0) + count);
-  const metrics: BridgeMetrics = {
-    counted: (suffix, outcome, count = 1) => add(`${suffix} ${outcome}`, count),
-    dropped: (suffix, reason, count = 1) => add(`${suffix} dropped ${reason}`, count),
+  const metrics: TelemetryBatchMetrics = {
+    stored: (count) => add('telemetry stored', count),
+    dropped: (reason, count = 1) => add(`telemetry dropped ${reason}`, count),
   };
   return { metrics, count: (key: string) => counts.get(key) ?? 0 };
 }
@@ -218,7 +220,7 @@ describe('a telemetry batch the store refuses a row of', () => {
     await batch.flush();
     expect(statements).toBe(2);
 
-    // The batch is tried again after the store's pause (store-outage.ts), and then halved.
+    // The batch is tried again after the store's pause (store/outage.ts), and then halved.
     await eventually(
       'every row but the refused ones is stored',
       async () => count('telemetry stored') === 30,

@@ -100,6 +100,25 @@ export async function savePresence(
 }
 
 /**
+ * Whether the car is provisioned; `seenAt` (a live message) moves its last seen, as any message of
+ * the car does. One statement, so one round trip, for the messages that keep nothing else of the
+ * car's here (its commands' acknowledgements).
+ */
+export async function saveSighting(db: Db, deviceId: string, seenAt?: Date): Promise<boolean> {
+  const { rows } = await db.raw(
+    `with car as (select device_id from cars where device_id = ?),
+     seen as (
+       insert into car_presence (device_id, last_seen)
+       select device_id, ?::timestamptz from car where ?::timestamptz is not null
+       ${upsertSeen}
+     )
+     select exists (select 1 from car) as car_known`,
+    [deviceId, seenAt ?? null, seenAt ?? null],
+  );
+  return (rows as { car_known: boolean }[])[0]?.car_known === true;
+}
+
+/**
  * Offline now, whatever `at` the car's last presence carried: the service ended its connection
  * (a rotated credential). A car's clock may run ahead of the service's (car-time.ts), and its
  * `online` must not outrank this; `presence_at` keeps the later of the two, so that what the old

@@ -1,6 +1,7 @@
 /**
- * The vehicle read routes: what a car last reported over MQTT, for its owner and for admins
- * (car-visibility.ts).
+ * What cars report over MQTT: kept as the bridge's intake hands it over (mqtt/intake/), and read
+ * back by the vehicle read routes, for a car's owner and for admins (car-visibility.ts). Each
+ * write names the car and keeps nothing of a car not provisioned: it says so by returning false.
  */
 import type { Brand } from '@svc/sdk';
 import type { components } from '../../../generated/openapi.ts';
@@ -8,7 +9,14 @@ import type { Principal } from '../auth/principal.ts';
 import type { ParsedDeviceId } from '../device-id.ts';
 import { NotFoundError } from '../errors.ts';
 import type { Db } from '../store/db.ts';
-import { findCarLocation, findCarStatus } from './car-report-repository.ts';
+import {
+  findCarLocation,
+  findCarStatus,
+  type StatusReport,
+  savePresence,
+  saveSighting,
+  saveStatusReport,
+} from './car-report-repository.ts';
 import { visibleCar } from './car-visibility.ts';
 
 export type CarStatus = components['schemas']['CarStatus'];
@@ -25,6 +33,27 @@ function present<T extends Record<string, number | null>>(fields: T): Partial<Re
 export function createCarReportService(deps: { db: Db }) {
   const { db } = deps;
   return {
+    /** The car's report replaces the one kept; a live one (`seenAt`) moves its last seen. */
+    saveStatus(report: StatusReport, seenAt: Date | undefined): Promise<boolean> {
+      return saveStatusReport(db, report, seenAt);
+    },
+
+    /** Online or offline, as the car's newest presence message says (by its `at`); `seenAt` as above. */
+    savePresence(
+      presence: { deviceId: string; online: boolean; at: string },
+      seenAt: Date | undefined,
+    ): Promise<boolean> {
+      return savePresence(db, presence, seenAt);
+    },
+
+    /**
+     * The car was heard from, at `seenAt` for a live message (undefined for a retained replay):
+     * its last seen moves forward, never back. False when no such car is provisioned.
+     */
+    sighted(deviceId: string, seenAt: Date | undefined): Promise<boolean> {
+      return saveSighting(db, deviceId, seenAt);
+    },
+
     async status(principal: Principal, { deviceId }: ParsedDeviceId): Promise<CarStatus> {
       const row = visibleCar(principal, deviceId, await findCarStatus(db, deviceId));
       return {

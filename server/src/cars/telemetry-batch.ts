@@ -18,11 +18,18 @@
  */
 import { redactDeviceId } from '@svc/sdk';
 import type { Logger } from '../logger.ts';
-import type { BridgeMetrics } from '../mqtt/bridge-metrics.ts';
-import { storeRetryMs } from '../mqtt/store-outage.ts';
 import type { Db } from '../store/db.ts';
+import { storeRetryMs } from '../store/outage.ts';
 import { storeUnavailableReason } from '../store/unavailable.ts';
 import { saveTelemetry, type TelemetryRow } from './car-report-repository.ts';
+
+export type { TelemetryRow } from './car-report-repository.ts';
+
+/** What the batch counts of the rows it was given (the bridge's `telemetry` messages). */
+export interface TelemetryBatchMetrics {
+  stored(count: number): void;
+  dropped(reason: 'unknown_car' | 'handler_failed' | 'store_unavailable', count?: number): void;
+}
 
 export interface TelemetryBatchOptions {
   maxRows: number;
@@ -39,7 +46,7 @@ const waitingBatches = 20;
 export function createTelemetryBatch(deps: {
   db: Db;
   logger: Logger;
-  metrics: BridgeMetrics;
+  metrics: TelemetryBatchMetrics;
   options: TelemetryBatchOptions;
 }) {
   const { db, logger, metrics, options } = deps;
@@ -54,11 +61,11 @@ export function createTelemetryBatch(deps: {
 
   /** Counts what the store kept of `rows`, and drops (counting) the rows of cars not provisioned. */
   function stored(rows: TelemetryRow[], deviceIds: string[]): void {
-    metrics.counted('telemetry', 'stored', deviceIds.length);
+    metrics.stored(deviceIds.length);
     const kept = new Set(deviceIds);
     const unknown = rows.filter((row) => !kept.has(row.device_id));
     if (unknown.length === 0) return;
-    metrics.dropped('telemetry', 'unknown_car', unknown.length);
+    metrics.dropped('unknown_car', unknown.length);
     for (const deviceId of new Set(unknown.map((row) => row.device_id))) {
       logger.warn('mqtt: telemetry of a car not provisioned dropped', {
         device: redactDeviceId(deviceId),
@@ -82,7 +89,7 @@ export function createTelemetryBatch(deps: {
       if (unavailable !== undefined) return { unavailable, left: rows };
       const [row] = rows;
       if (rows.length === 1 && row) {
-        metrics.dropped('telemetry', 'handler_failed');
+        metrics.dropped('handler_failed');
         logger.error('mqtt: a telemetry fix the store refused dropped', {
           reason: 'handler_failed',
           device: redactDeviceId(row.device_id),
@@ -102,7 +109,7 @@ export function createTelemetryBatch(deps: {
     const over = waiting.length - maxWaitingRows;
     if (over <= 0) return;
     waiting.splice(0, over);
-    metrics.dropped('telemetry', 'store_unavailable', over);
+    metrics.dropped('store_unavailable', over);
     logger.warn('mqtt: telemetry dropped: the store is unavailable and too many rows wait', {
       reason: 'store_unavailable',
       rows: over,
@@ -120,7 +127,7 @@ export function createTelemetryBatch(deps: {
       const { unavailable, left } = outage;
       waiting = [...left, ...waiting];
       if (final) {
-        metrics.dropped('telemetry', 'store_unavailable', waiting.length);
+        metrics.dropped('store_unavailable', waiting.length);
         logger.error('mqtt: telemetry not stored on stop: the store is unavailable', {
           reason: unavailable,
           rows: waiting.length,
@@ -175,3 +182,5 @@ export function createTelemetryBatch(deps: {
     close: () => flush(true),
   };
 }
+
+export type TelemetryBatch = ReturnType<typeof createTelemetryBatch>;

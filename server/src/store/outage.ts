@@ -1,12 +1,13 @@
 /**
- * How the bridge waits out a store outage (a Postgres restart, a failover, a cut network): work
- * that fails because the store cannot be reached (store/unavailable.ts) is tried again after a
+ * How the MQTT bridge waits out a store outage (a Postgres restart, a failover, a cut network):
+ * work that fails because the store cannot be reached (unavailable.ts) is tried again after a
  * pause instead of being dropped, until it succeeds, fails for another reason (a message the
  * store refuses for its content: the caller drops and counts it), or the bridge stops. One
  * warning when an outage begins and one line when it ends, however many messages wait meanwhile.
+ * The telemetry batch (cars/telemetry-batch.ts) pauses as long between its attempts.
  */
 import type { Logger } from '../logger.ts';
-import { storeUnavailableReason } from '../store/unavailable.ts';
+import { storeUnavailableReason } from './unavailable.ts';
 
 /** Long enough not to hammer a store that is starting, short enough to notice it is back. */
 export const storeRetryMs = 1000;
