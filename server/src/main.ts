@@ -6,10 +6,11 @@
 import { existsSync, mkdirSync, statSync } from 'node:fs';
 import { createServer } from 'node:net';
 import type { AdminCode } from './accounts/admin-codes.ts';
-import { createApp, ListenError, type Listener } from './app.ts';
+import { createApp } from './app.ts';
 import { BrokerSetupError } from './broker/broker.ts';
 import { docsDir } from './built-files.ts';
 import { type Config, ConfigError, readConfig } from './config.ts';
+import { ListenError, type Listener } from './listen-error.ts';
 import { createLogger, type Logger } from './logger.ts';
 import { release } from './release.ts';
 import {

@@ -9,6 +9,7 @@ import type { NextFunction, Request, Response } from 'express';
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import { routes } from '../../generated/routes.ts';
 import { routeTemplate } from './http/request-log.ts';
+import { ListenError } from './listen-error.ts';
 import { release } from './release.ts';
 
 export interface Metrics {
@@ -95,7 +96,10 @@ export function createMetrics(): Metrics {
   };
 }
 
-/** The metrics listener: `GET /metrics` in Prometheus's text format, and nothing else. */
+/**
+ * The metrics listener: `GET /metrics` in Prometheus's text format, and nothing else. A place that
+ * cannot be had is a `ListenError` for METRICS_HOST and METRICS_PORT.
+ */
 export async function listenForMetrics(
   metrics: Metrics,
   host: string,
@@ -112,9 +116,10 @@ export async function listenForMetrics(
     );
   });
   await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
+    const refused = (error: Error) => reject(new ListenError('METRICS', error));
+    server.once('error', refused);
     server.listen(port, host, () => {
-      server.off('error', reject);
+      server.off('error', refused);
       resolve();
     });
   });

@@ -149,3 +149,41 @@ export async function syncBrokerCredentials(deps: {
   }
   return report;
 }
+
+/**
+ * The service's own syncs: one at start, and one each time the key-value store reconnects (a
+ * Redis that restarted holds nothing, and one away at start got nothing). A failure leaves what
+ * the stores hold; the next reconnection or the operator's command tries again. One at a time: a
+ * reconnection during a sync waits for it.
+ */
+export function keepBrokerCredentialsInSync(deps: Parameters<typeof syncBrokerCredentials>[0]) {
+  let stopped = false;
+  let syncing: Promise<void> = Promise.resolve();
+  const sync = () => {
+    syncing = syncing
+      .then(() => syncBrokerCredentials(deps))
+      .then(
+        () => {},
+        (error: unknown) =>
+          deps.logger.error('broker credential sync failed', {
+            error,
+            hint: 'once the key-value store and the broker answer, run npm run sync-broker-credentials',
+          }),
+      );
+    return syncing;
+  };
+  return {
+    /** Resolves once the first sync has ended, well or not. */
+    async start(): Promise<void> {
+      await sync();
+      deps.credentials.onReconnected?.(() => {
+        if (!stopped) void sync();
+      });
+    },
+    /** No sync starts after this; resolves once the one in progress has ended. */
+    stop(): Promise<void> {
+      stopped = true;
+      return syncing;
+    },
+  };
+}
