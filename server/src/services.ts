@@ -1,6 +1,6 @@
 /** The service layer, wired once per app from its store, config and clock. */
 import { createAccountService } from './accounts/account-service.ts';
-import { createAdminCodeService } from './accounts/admin-codes.ts';
+import { type AdminCode, createAdminCodeService } from './accounts/admin-codes.ts';
 import { createPasswords, type Passwords } from './accounts/passwords.ts';
 import { createTokenService } from './auth/token-service.ts';
 import type { BrokerAccounts } from './broker/broker-accounts.ts';
@@ -24,8 +24,9 @@ import type { BridgeHealth } from './mqtt/bridge-health.ts';
 import { createFailureLimit } from './sign-in/failure-limit.ts';
 import { createSignInService } from './sign-in/sign-in-service.ts';
 import { createKeyService } from './ssh-keys/key-service.ts';
-import type { Db } from './store/db.ts';
+import { type Db, openOwnConnection, storeOpened } from './store/db.ts';
 import type { KeyRing } from './store/key-encryption.ts';
+import { migrate } from './store/migrator.ts';
 import { createStoreReadiness } from './store/readiness.ts';
 import { createBucketPackageStore } from './uploads/bucket-package-store.ts';
 import { createFilePackageStore } from './uploads/file-package-store.ts';
@@ -103,4 +104,25 @@ export function createServices(deps: {
     signingKeys,
     identityTokens: createIdentityTokenService({ db, clock, keys: signingKeys, issuer: deps.audience }),
   };
+}
+
+/**
+ * Readies the store for the services before the service starts: its migrations, the signing keys,
+ * and the admin codes to print. Start-up is no request: on Postgres it runs over a connection of
+ * its own, without the requests' timeouts, since a migration may rightly take long.
+ */
+export async function prepareStore(
+  db: Db,
+  services: Pick<Services, 'signingKeys' | 'adminCodes'>,
+  logger: Logger,
+): Promise<AdminCode[]> {
+  await storeOpened(db);
+  const startup = openOwnConnection(db, {});
+  try {
+    await migrate(startup ?? db, { logger });
+    await services.signingKeys.ensure();
+    return await services.adminCodes.issue();
+  } finally {
+    await startup?.destroy();
+  }
 }

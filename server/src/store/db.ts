@@ -62,6 +62,25 @@ function storeLog(logger: Logger | undefined): Knex.Config['log'] {
   };
 }
 
+/** The service's store, as its settings say: Postgres at DATABASE_URL, or PGlite in DATA_DIR. */
+export function openServiceStore(
+  config: {
+    databaseUrl?: string | undefined;
+    dataDir: string;
+    databaseAcquireTimeoutMs: number;
+    databaseStatementTimeoutMs: number;
+  },
+  logger: Logger,
+): Db {
+  return openStore({
+    databaseUrl: config.databaseUrl,
+    pgliteDir: config.databaseUrl ? undefined : embeddedDbDir(config.dataDir),
+    acquireTimeoutMs: config.databaseAcquireTimeoutMs,
+    statementTimeoutMs: config.databaseStatementTimeoutMs,
+    logger,
+  });
+}
+
 export function openStore(options: StoreOptions): Db {
   const log = storeLog(options.logger);
   const acquire =
