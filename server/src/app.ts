@@ -65,6 +65,7 @@ export function createApp(config: Config, deps: AppDependencies = {}) {
   });
   const bridge = createServiceBridge({
     ...base,
+    writer: services.bridgeWriter,
     config,
     registry: metrics.registry,
     health: bridgeHealth,
@@ -137,8 +138,7 @@ export function createApp(config: Config, deps: AppDependencies = {}) {
       // Cut uploads release their URL and delete their partial file, and the bridge writes the
       // telemetry still waiting, before the store closes.
       await Promise.all([services.uploads.settled(), sweepsStopped, credentialSyncStopped, bridgeStopped]);
-      await services.storeReadiness.close();
-      services.packages.close();
+      await services.close();
       await credentials.close();
       if (!deps.db) await db.destroy();
       return { cut };

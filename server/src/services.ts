@@ -68,7 +68,15 @@ export function createServices(deps: {
     logger,
     keyRing: deps.keyRing,
   });
-  const commandLifecycle = createCommandLifecycle({ db, clock, metrics: commandMetrics });
+  // What cars say is written on a connection of its own, since each write paces every car's stream
+  // (ADR 0035); on PGlite there is one connection for everything.
+  const bridgeWriter =
+    openOwnConnection(db, {
+      acquireTimeoutMs: config.databaseAcquireTimeoutMs,
+      statementTimeoutMs: config.databaseStatementTimeoutMs,
+    }) ?? db;
+  const commandLifecycle = createCommandLifecycle({ db, bridgeWriter, clock, metrics: commandMetrics });
+  const storeReadiness = createStoreReadiness(db);
   const commandOutbox = createCommandOutbox({ db, clock, logger, lifecycle: commandLifecycle });
   const cars = createCarService({
     db,
@@ -79,8 +87,16 @@ export function createServices(deps: {
   });
   return {
     db,
-    storeReadiness: createStoreReadiness(db),
+    storeReadiness,
     packages,
+    /** Where the bridge writes what cars say (status, presence, sightings, acknowledgements). */
+    bridgeWriter,
+    /** Lets go of what the services hold open; the store itself is its owner's to close. */
+    async close(): Promise<void> {
+      await storeReadiness.close();
+      packages.close();
+      if (bridgeWriter !== db) await bridgeWriter.destroy();
+    },
     bridgeHealth: deps.bridgeHealth,
     /** Redis's own check when REDIS_URL is set; otherwise undefined (the SQL table: operations.ts). */
     keyValueReadiness: deps.credentials.ready?.bind(deps.credentials),

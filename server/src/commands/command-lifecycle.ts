@@ -74,8 +74,18 @@ function storable(text: string): string {
     .replace(/[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g, '\uFFFD');
 }
 
-export function createCommandLifecycle(deps: { db: Db; clock: Clock; metrics: CommandMetrics }) {
+export function createCommandLifecycle(deps: {
+  db: Db;
+  /**
+   * Where the cars' acknowledgements are written: the bridge's own connection (services.ts), since
+   * each write paces every car's stream (ADR 0035). Default `db`.
+   */
+  bridgeWriter?: Db;
+  clock: Clock;
+  metrics: CommandMetrics;
+}) {
   const { db, clock, metrics } = deps;
+  const bridgeWriter = deps.bridgeWriter ?? db;
   /** Says which notifications this process sent itself (it has woken its own outbox already). */
   const instance = randomUUID();
   const notifies = hasNotifications(db);
@@ -177,12 +187,9 @@ export function createCommandLifecycle(deps: { db: Db; clock: Clock; metrics: Co
       for (const name of await expireCommands(db, clock())) metrics.moved(name, 'expired');
     },
 
-    /**
-     * What the car said of one of its commands (a valid `cmd/ack` of this car), written on
-     * `writer`, the bridge's own connection, when it has one.
-     */
-    async acknowledge(deviceId: string, ack: CarCommandAck, writer: Db = db): Promise<AckHandled> {
-      const result = await acknowledgeCommand(writer, {
+    /** What the car said of one of its commands (a valid `cmd/ack` of this car). */
+    async acknowledge(deviceId: string, ack: CarCommandAck): Promise<AckHandled> {
+      const result = await acknowledgeCommand(bridgeWriter, {
         commandId: ack.command_id,
         deviceId,
         outcome: ack.outcome,

@@ -5,13 +5,12 @@
  * after the outbox.
  */
 import type { Registry } from 'prom-client';
-import type { CarCommandAck } from '../../../generated/mqtt.ts';
 import { connectedCarsOfReplica } from '../cars/connected-cars.ts';
 import type { TelemetryBatchOptions } from '../cars/telemetry-batch.ts';
 import type { Clock } from '../clock.ts';
 import type { Config } from '../config.ts';
 import type { Logger } from '../logger.ts';
-import { type Db, openOwnConnection } from '../store/db.ts';
+import type { Db } from '../store/db.ts';
 import { type Bridge, type BrokerConnection, createBridge, serviceBrokerConnection } from './bridge.ts';
 import type { BridgeHealth } from './bridge-health.ts';
 import { createBridgeMetrics } from './bridge-metrics.ts';
@@ -20,9 +19,7 @@ import type { CommandIntake } from './intake/services.ts';
 
 /** What the bridge asks of the commands (commands/command-lifecycle.ts, command-outbox.ts). */
 export interface BridgedCommands {
-  lifecycle: {
-    acknowledge(deviceId: string, ack: CarCommandAck, writer: Db): ReturnType<CommandIntake['acknowledge']>;
-  };
+  lifecycle: Pick<CommandIntake, 'acknowledge'>;
   outbox: {
     attach(publisher: Publisher): void;
     carOnline(deviceId: string): void;
@@ -38,11 +35,10 @@ export interface BridgedBroker {
 }
 
 export function createServiceBridge(deps: {
-  config: Pick<
-    Config,
-    'mqttUrl' | 'mqttCa' | 'replicaId' | 'databaseAcquireTimeoutMs' | 'databaseStatementTimeoutMs'
-  >;
+  config: Pick<Config, 'mqttUrl' | 'mqttCa' | 'replicaId'>;
   db: Db;
+  /** Where what cars say is written, one message at a time (`writer` in bridge.ts). */
+  writer: Db;
   clock: Clock;
   logger: Logger;
   registry: Registry;
@@ -65,27 +61,20 @@ export function createServiceBridge(deps: {
     ),
   );
   let bridge: Bridge | undefined;
-  /** The bridge's own Postgres connection (see `writer` in bridge.ts); none on PGlite. */
-  let writerConnection: Db | undefined;
 
   return {
     /** Signs in to the broker at `mqttUrl` (the embedded one's, or MQTT_URL) and subscribes. */
     async start(mqttUrl: string): Promise<void> {
-      writerConnection = openOwnConnection(db, {
-        acquireTimeoutMs: config.databaseAcquireTimeoutMs,
-        statementTimeoutMs: config.databaseStatementTimeoutMs,
-      });
-      const writer = writerConnection ?? db;
       bridge = createBridge({
         connection: deps.connection ?? serviceBrokerConnection(config, broker.serviceCredential, mqttUrl),
         commands: {
-          acknowledge: (deviceId, ack) => commands.lifecycle.acknowledge(deviceId, ack, writer),
+          acknowledge: commands.lifecycle.acknowledge,
           carOnline: commands.outbox.carOnline,
           brokerConnected: commands.outbox.brokerConnected,
           publisherConnected: commands.outbox.wake,
         },
         db,
-        writer,
+        writer: deps.writer,
         clock: deps.clock,
         logger: deps.logger,
         metrics,
@@ -97,10 +86,6 @@ export function createServiceBridge(deps: {
     },
 
     /** Disconnects and writes the telemetry still waiting. */
-    async stop(): Promise<void> {
-      await bridge?.stop();
-      await writerConnection?.destroy();
-      writerConnection = undefined;
-    },
+    stop: async (): Promise<void> => bridge?.stop(),
   };
 }

@@ -6,7 +6,9 @@
  * A listener holds a connection of its own, outside the pool (a pooled connection would be handed
  * to requests). When it is lost (a restart, a failover) it connects again, after a pause that
  * grows to `maxRetryMs`, and says `heard` once it listens again: what was notified meanwhile was
- * lost, so the listener looks for itself.
+ * lost, so the listener looks for itself. A store outage is the requests' to report (each logs
+ * its 503 at warn); the listener warns only when it stays lost for `quietMs`, which it should not
+ * while the store answers.
  */
 import pg from 'pg';
 import type { Logger } from '../logger.ts';
@@ -14,6 +16,7 @@ import type { Db } from './db.ts';
 
 const firstRetryMs = 500;
 const maxRetryMs = 10_000;
+const quietMs = 30_000;
 
 export interface Listening {
   close(): Promise<void>;
@@ -49,7 +52,9 @@ export function listen(
   let client: pg.Client | undefined;
   let retry: NodeJS.Timeout | undefined;
   let retryMs = firstRetryMs;
-  let lost = false;
+  /** Since when the listener has been lost (Date.now()), and whether that was said at warn. */
+  let lostSince: number | undefined;
+  let warned = false;
 
   function again(): void {
     if (closed || retry) return;
@@ -71,12 +76,16 @@ export function listen(
       next.removeAllListeners('notification');
       next.end().catch(() => {});
       if (closed) return;
-      if (!lost) {
-        lost = true;
-        logger.warn('store: notifications lost; listening again once the database answers', {
-          channel,
-          error: error?.message,
-        });
+      const detail = { channel, error: error?.message };
+      if (lostSince === undefined) {
+        lostSince = Date.now();
+        logger.debug('store: notifications lost; listening again once the database answers', detail);
+      } else if (!warned && Date.now() - lostSince >= quietMs) {
+        warned = true;
+        logger.warn(
+          'store: notifications lost for 30 s: commands made on other replicas wait for the command sweep',
+          detail,
+        );
       }
       again();
     };
@@ -97,8 +106,9 @@ export function listen(
       return;
     }
     retryMs = firstRetryMs;
-    if (lost) logger.info('store: notifications heard again', { channel });
-    lost = false;
+    if (warned) logger.info('store: notifications heard again', { channel });
+    lostSince = undefined;
+    warned = false;
     heard(undefined);
   }
 
