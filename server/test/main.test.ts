@@ -5,11 +5,17 @@ import { createServer, request } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, describe, test } from 'vitest';
+import { afterAll, beforeAll, describe, test } from 'vitest';
 import { call } from './support/http.ts';
 import { testKeyEncryptionKey } from './support/key-encryption.ts';
 import { startMosquitto } from './support/mosquitto.ts';
-import { exitOf, runServiceToExit, serviceArgs, startServiceProcess } from './support/service-process.ts';
+import {
+  exitOf,
+  runServiceToExit,
+  type ServiceProcess,
+  serviceArgs,
+  startServiceProcess,
+} from './support/service-process.ts';
 
 const startProcess = (dataDir: string) => startServiceProcess({ dataDir });
 
@@ -17,9 +23,30 @@ describe('npm start', () => {
   const dataDir = mkdtempSync(join(tmpdir(), 'svc-data-'));
   afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
 
-  test('when started then it prints where the API, console, docs, data and metrics are, and serves the console', async () => {
-    const { child, url, banner } = await startProcess(dataDir);
-    try {
+  /** Runs the service (with `args`) to its end: for starts that must refuse. */
+  async function runToExit(env: Record<string, string>, args: string[] = []) {
+    const { code, stderr } = await runServiceToExit(env, args);
+    // The migrations run, and are logged, before the broker and the listeners start: what is
+    // looked at here is what follows them.
+    return { code, stderr: withoutMigrationLines(stderr) };
+  }
+
+  // One service on DATA_DIR for the two tests that look at a running one: each start costs
+  // seconds of the machine's time.
+  describe('with a service running', () => {
+    let first: ServiceProcess;
+    beforeAll(async () => {
+      first = await startProcess(dataDir);
+    });
+    afterAll(async () => {
+      if (!first) return;
+      const exited = exitOf(first.child);
+      first.child.kill('SIGINT');
+      await exited;
+    });
+
+    test('when started then it prints where the API, console, docs, data and metrics are, and serves the console', async () => {
+      const { url, banner } = first;
       assert.match(banner, new RegExp(`docs\\s+${url}/docs`));
       assert.match(banner, new RegExp(`console\\s+${url}/console`));
       const page = await call(url, 'GET', '/console');
@@ -31,10 +58,27 @@ describe('npm start', () => {
       assert.ok(metricsUrl, banner);
       assert.notEqual(new URL(metricsUrl).port, new URL(url).port, 'metrics on a port of their own');
       assert.match(String((await call(metricsUrl, 'GET', '')).body), /svc_http_requests_total/);
-    } finally {
-      child.kill('SIGINT');
-      await exitOf(child);
-    }
+    });
+
+    test("when a second service starts on the same DATA_DIR then it refuses, naming DATA_DIR and the first one's pid, and the first keeps its data", async () => {
+      // Neither takes the lock: the start and npm start's check run at once.
+      const [second, check] = await Promise.all([
+        runToExit({ PORT: '0', DATA_DIR: dataDir }),
+        runToExit({ PORT: '0', DATA_DIR: dataDir }, ['--check']),
+      ]);
+      assert.equal(second.code, 2, second.stderr);
+      assert.equal(
+        second.stderr.trim(),
+        `svc: DATA_DIR ${dataDir} is in use by another svc (pid ${first.child.pid}): stop it first, or give this one another DATA_DIR (or a DATABASE_URL). If no svc runs as pid ${first.child.pid}, remove ${join(dataDir, 'svc.lock')}.`,
+      );
+      assert.equal(check.code, 2, 'npm start finds it out before building');
+      assert.equal((await call(first.url, 'GET', '/readyz')).status, 200);
+      // Stopped as a person stops npm start, with Ctrl-C; the next test stops one with SIGTERM.
+      const exited = exitOf(first.child);
+      first.child.kill('SIGINT');
+      await exited;
+      assert.ok(!existsSync(join(dataDir, 'svc.lock')), 'a clean stop releases the lock');
+    });
   });
 
   test('when SIGTERM arrives during a request then the request finishes, the process exits 0, and the data is kept', async () => {
@@ -85,6 +129,7 @@ describe('npm start', () => {
     assert.equal(await reply, 201);
     assert.equal(await exited, 0);
     assert.match(printed, /svc stopped: requests finished, store closed\./);
+    assert.ok(!existsSync(join(dataDir, 'svc.lock')), 'a clean stop releases the lock');
 
     const again = await startProcess(dataDir);
     try {
@@ -98,7 +143,9 @@ describe('npm start', () => {
     }
   });
 
-  test('when a setting is wrong then it refuses to start and names the variable', async () => {
+  // These three share nothing (a start refused before it reads DATA_DIR, a folder of its own, and
+  // DATA_DIR, which no other test uses meanwhile) and run at once.
+  test.concurrent('when a setting is wrong then it refuses to start and names the variable', async () => {
     const child = spawn(process.execPath, serviceArgs(), {
       env: { ...process.env, PORT: 'eighty', DATA_DIR: dataDir },
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -111,7 +158,7 @@ describe('npm start', () => {
     assert.match(stderr, /^svc: PORT must be a port number/);
   });
 
-  test('when a setting is set under its former name then the service starts and its log warns, naming the new one', async () => {
+  test.concurrent('when a setting is set under its former name then the service starts and its log warns, naming the new one', async () => {
     const service = await startServiceProcess({ env: { DATABASE_ACQUIRE_TIMEOUT_MS: '2000' } });
     let stderr = '';
     service.child.stderr?.on('data', (chunk: Buffer) => {
@@ -131,36 +178,7 @@ describe('npm start', () => {
     });
   });
 
-  /** Runs the service (with `args`) to its end: for starts that must refuse. */
-  async function runToExit(env: Record<string, string>, args: string[] = []) {
-    const { code, stderr } = await runServiceToExit(env, args);
-    // The migrations run, and are logged, before the broker and the listeners start: what is
-    // looked at here is what follows them.
-    return { code, stderr: withoutMigrationLines(stderr) };
-  }
-
-  test("when a second service starts on the same DATA_DIR then it refuses, naming DATA_DIR and the first one's pid, and the first keeps its data", async () => {
-    const first = await startProcess(dataDir);
-    try {
-      // Neither takes the lock: the start and npm start's check run at once.
-      const [second, check] = await Promise.all([
-        runToExit({ PORT: '0', DATA_DIR: dataDir }),
-        runToExit({ PORT: '0', DATA_DIR: dataDir }, ['--check']),
-      ]);
-      assert.equal(second.code, 2, second.stderr);
-      assert.equal(
-        second.stderr.trim(),
-        `svc: DATA_DIR ${dataDir} is in use by another svc (pid ${first.child.pid}): stop it first, or give this one another DATA_DIR (or a DATABASE_URL). If no svc runs as pid ${first.child.pid}, remove ${join(dataDir, 'svc.lock')}.`,
-      );
-      assert.equal(check.code, 2, 'npm start finds it out before building');
-      assert.equal((await call(first.url, 'GET', '/readyz')).status, 200);
-    } finally {
-      await first.stop();
-    }
-    assert.ok(!existsSync(join(dataDir, 'svc.lock')), 'a clean stop releases the lock');
-  });
-
-  test('when the service holding DATA_DIR was killed then the next start takes the folder over', async () => {
+  test.concurrent('when the service holding DATA_DIR was killed then the next start takes the folder over', async () => {
     const killed = await startProcess(dataDir);
     const gone = exitOf(killed.child);
     killed.child.kill('SIGKILL');
@@ -266,8 +284,7 @@ describe('npm start', () => {
   });
 
   // The last three share nothing (their own broker, folders and ports; a start refused before it
-  // reads DATA_DIR) and run at once: the broker's refusal spends 10 s waiting for an answer that
-  // never comes, which the others use.
+  // reads DATA_DIR) and run at once: much of their time is spent waiting on the processes they start.
   test.concurrent('when MQTT_PASSWORD is wrong, or the broker has no dynamic-security plugin, then one line says which settings, with exit 2 and no stack', async () => {
     const mosquitto = await startMosquitto();
     // A data folder for each of the two starts, which run at once.
