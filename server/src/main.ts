@@ -262,23 +262,8 @@ async function main(): Promise<void> {
     databaseUrl: config.databaseUrl,
     pgliteDir: config.databaseUrl ? undefined : embeddedDbDir(config.dataDir),
   });
-  process.stdout.write(
-    [
-      `svc ${release} is running`,
-      `  API       ${publicUrl}/api/v1`,
-      `  console   ${publicUrl}/console`,
-      `  docs      ${publicUrl}/docs`,
-      `  contract  ${publicUrl}/openapi.json`,
-      `  data      ${config.databaseUrl ? store : config.dataDir} (${store.split(' ')[0]})`,
-      `  metrics   ${metricsUrl} (for Prometheus; not on the public port)`,
-      `  MQTT      ${mqttUrl} (${config.mqttUrl ? 'MQTT_URL, managed through dynamic security' : 'the embedded broker'})`,
-      ...(mqttTlsUrl ? [`  MQTT TLS  ${mqttTlsUrl} (the embedded broker, MQTT_TLS_CERT)`] : []),
-      ...adminCodeLines(publicUrl, adminCodes),
-      `Stop with Ctrl-C.`,
-      '',
-    ].join('\n'),
-  );
-
+  // Before the banner: whoever reads `Stop with` may signal at once, and Node's default for a
+  // signal without a handler is to end the process there, the lock and the store left as they are.
   let stopping = false;
   const shutdown = (signal: string) => {
     if (stopping) return;
@@ -305,6 +290,22 @@ async function main(): Promise<void> {
   };
   process.on('SIGINT', () => shutdown('SIGINT'));
   process.on('SIGTERM', () => shutdown('SIGTERM'));
+  process.stdout.write(
+    [
+      `svc ${release} is running`,
+      `  API       ${publicUrl}/api/v1`,
+      `  console   ${publicUrl}/console`,
+      `  docs      ${publicUrl}/docs`,
+      `  contract  ${publicUrl}/openapi.json`,
+      `  data      ${config.databaseUrl ? store : config.dataDir} (${store.split(' ')[0]})`,
+      `  metrics   ${metricsUrl} (for Prometheus; not on the public port)`,
+      `  MQTT      ${mqttUrl} (${config.mqttUrl ? 'MQTT_URL, managed through dynamic security' : 'the embedded broker'})`,
+      ...(mqttTlsUrl ? [`  MQTT TLS  ${mqttTlsUrl} (the embedded broker, MQTT_TLS_CERT)`] : []),
+      ...adminCodeLines(publicUrl, adminCodes),
+      `Stop with Ctrl-C.`,
+      '',
+    ].join('\n'),
+  );
 }
 
 /**

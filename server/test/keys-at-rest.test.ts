@@ -20,22 +20,24 @@ import { provisionCar } from './support/cars.ts';
 import { call } from './support/http.ts';
 import { testKeyEncryptionKey } from './support/key-encryption.ts';
 import { startTestService, type TestService } from './support/service.ts';
-import { exitOf, startServiceProcess } from './support/service-process.ts';
+import { exitOf, programArgs, startServiceProcess } from './support/service-process.ts';
 import { openTestStore, postgresServerUrl, type TestStore } from './support/store.ts';
 
-const serverDir = join(import.meta.dirname, '..');
 const adminEmail = 'keys-admin@example.com';
 const newKey = () => randomBytes(32).toString('base64');
 
-/** A program of the service (main.ts, the rotation) run to its end, with only the env given. */
-async function run(script: string, env: Record<string, string>) {
+/**
+ * A program of the service (`main`, `rotate-key-encryption-key`) run to its end, with only the env
+ * given: this run's build of it, as `npm run serve` and `npm run rotate-key-encryption-key` run.
+ */
+async function run(program: string, env: Record<string, string>) {
   const {
     DATABASE_URL: _d,
     SVC_KEY_ENCRYPTION_KEY: _k,
     SVC_PREVIOUS_KEY_ENCRYPTION_KEY: _p,
     ...inherited
   } = process.env;
-  const child = spawn(process.execPath, ['--import', 'tsx', join(serverDir, 'src', script)], {
+  const child = spawn(process.execPath, programArgs(program), {
     env: { ...inherited, PORT: '0', METRICS_PORT: '0', MQTT_PORT: '0', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -87,7 +89,9 @@ async function signsVerifiably(service: TestService): Promise<string> {
   return signer.kid;
 }
 
-describe('keys at rest', () => {
+// The two parts share nothing (a Postgres database; a data folder of its own) and run at once; the
+// tests on the database one after the other, as each leaves it to the next.
+describe.concurrent('keys at rest', () => {
   let store: TestStore;
   let service: TestService;
   let admin: Developer;
@@ -104,7 +108,7 @@ describe('keys at rest', () => {
     await store?.close();
   });
 
-  test('when the database is dumped then the dump holds no private key member and no car secret', async () => {
+  test.sequential('when the database is dumped then the dump holds no private key member and no car secret', async () => {
     const dump = pgDump(String(store.databaseUrl));
     // The signing keys are in it, public halves in plain sight.
     assert.match(dump, /"crv": "P-256"/);
@@ -121,7 +125,7 @@ describe('keys at rest', () => {
     }
   });
 
-  test('when a database holds signing keys in plain text then the first start with the key encrypts them, and the same key signs on', async () => {
+  test.sequential('when a database holds signing keys in plain text then the first start with the key encrypts them, and the same key signs on', async () => {
     const old = await openTestStore({ serverUrl: postgresServerUrl });
     try {
       await migrateToLatest(old.db);
@@ -165,11 +169,11 @@ describe('keys at rest', () => {
     }
   });
 
-  test('when the key-encryption key is rotated with the command then every key is re-encrypted under the new one, and a service with only the new key signs with the same key', async () => {
+  test.sequential('when the key-encryption key is rotated with the command then every key is re-encrypted under the new one, and a service with only the new key signs with the same key', async () => {
     const rotated = newKey();
     const databaseUrl = String(store.databaseUrl);
     const before = await signsVerifiably(service);
-    const rotation = await run('rotate-key-encryption-key.ts', {
+    const rotation = await run('rotate-key-encryption-key', {
       DATABASE_URL: databaseUrl,
       SVC_KEY_ENCRYPTION_KEY: rotated,
       SVC_PREVIOUS_KEY_ENCRYPTION_KEY: testKeyEncryptionKey,
@@ -182,7 +186,7 @@ describe('keys at rest', () => {
     );
     for (const row of await privateHalves(store)) assert.equal(row.key_encryption_key_id, newId);
 
-    const again = await run('rotate-key-encryption-key.ts', {
+    const again = await run('rotate-key-encryption-key', {
       DATABASE_URL: databaseUrl,
       SVC_KEY_ENCRYPTION_KEY: rotated,
     });
@@ -197,7 +201,7 @@ describe('keys at rest', () => {
     }
 
     // The service started with the old key alone is refused, in one line naming both keys.
-    const stale = await run('main.ts', {
+    const stale = await run('main', {
       DATABASE_URL: databaseUrl,
       SVC_KEY_ENCRYPTION_KEY: testKeyEncryptionKey,
     });
@@ -213,23 +217,30 @@ describe('keys at rest', () => {
     );
   });
 
-  test('when DATABASE_URL is set without a key-encryption key, or with a wrong one, then one line says what to set, exit 2', async () => {
+  test.sequential('when DATABASE_URL is set without a key-encryption key, or with a wrong one, then one line says what to set, exit 2', async () => {
     const databaseUrl = String(store.databaseUrl);
-    for (const [env, expected] of [
+    const cases = [
       [{}, /^svc: SVC_KEY_ENCRYPTION_KEY must be set with DATABASE_URL: .*openssl rand -base64 32.*\n$/],
       [
         { SVC_KEY_ENCRYPTION_KEY: 'c2hvcnQ=' },
         /^svc: SVC_KEY_ENCRYPTION_KEY must be 32 random bytes in base64, made with openssl rand -base64 32 \(the value given is 5 bytes\)\n$/,
       ],
-    ] as const) {
-      const refused = await run('main.ts', { DATABASE_URL: databaseUrl, ...env });
+    ] as const;
+    // Both are refused before the store is opened: they run at once.
+    const refusals = await Promise.all(
+      cases.map(async ([env, expected]) => ({
+        expected,
+        ...(await run('main', { DATABASE_URL: databaseUrl, ...env })),
+      })),
+    );
+    for (const refused of refusals) {
       assert.equal(refused.code, 2, refused.stderr);
-      assert.match(refused.stderr, expected);
+      assert.match(refused.stderr, refused.expected);
     }
   });
 });
 
-describe('keys at rest, embedded', () => {
+describe.concurrent('keys at rest, embedded', () => {
   test('when the embedded service first starts then it makes DATA_DIR/key-encryption-key, mode 0600, and refuses to start once others may read it', async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'svc-kek-'));
     try {
@@ -239,7 +250,7 @@ describe('keys at rest, embedded', () => {
       assert.equal(statSync(file).mode & 0o777, 0o600);
 
       chmodSync(file, 0o644);
-      const refused = await run('main.ts', { DATA_DIR: dataDir });
+      const refused = await run('main', { DATA_DIR: dataDir });
       assert.equal(refused.code, 2, refused.stderr);
       assert.equal(
         refused.stderr,

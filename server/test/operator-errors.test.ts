@@ -3,8 +3,11 @@
  * one plain line per mistake, never a stack trace or a library's own plain-text noise.
  */
 import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer as createHttpServer } from 'node:http';
 import { type AddressInfo, createServer, type Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import mqtt from 'mqtt';
 import { afterAll, beforeAll, describe, test } from 'vitest';
 import { eventually } from './support/http.ts';
@@ -20,7 +23,9 @@ import { runServiceToExit, startServiceProcess } from './support/service-process
 const runToExit = (env: Record<string, string>, args: string[] = []) =>
   runServiceToExit(env, args, { inheritDatabaseUrl: true });
 
-describe('when REDIS_URL names a Redis that resets every connection', () => {
+// The three parts share nothing (each its own servers, ports and data folder) and run at once:
+// much of their time is spent waiting on the processes they start.
+describe.concurrent('when REDIS_URL names a Redis that resets every connection', () => {
   const sockets = new Set<Socket>();
   let attempts = 0;
   const redis = createServer((socket) => {
@@ -77,8 +82,9 @@ describe('when REDIS_URL names a Redis that resets every connection', () => {
   });
 });
 
-describe('when several of the ports are taken', () => {
+describe.concurrent('when several of the ports are taken', () => {
   const blockers = [createHttpServer(), createHttpServer(), createHttpServer()];
+  const scratch = mkdtempSync(join(tmpdir(), 'svc-ports-taken-'));
   let ports: number[] = [];
   beforeAll(async () => {
     ports = await Promise.all(
@@ -92,15 +98,20 @@ describe('when several of the ports are taken', () => {
   });
   afterAll(() => {
     for (const blocker of blockers) blocker.close();
+    rmSync(scratch, { recursive: true, force: true });
   });
 
   test("then the start (and npm start's check) names each taken port in a line of its own, at once, with exit 2", async () => {
     const [port, metricsPort, mqttPort] = ports;
-    for (const args of [[], ['--check']]) {
-      const run = await runToExit(
-        { PORT: String(port), METRICS_PORT: String(metricsPort), MQTT_PORT: String(mqttPort) },
-        args,
-      );
+    const taken = { PORT: String(port), METRICS_PORT: String(metricsPort), MQTT_PORT: String(mqttPort) };
+    // Data folders of their own (left unmade until the start makes its), not the checkout's
+    // .svc-data: the start holds its folder's lock for a moment, and the check, run at once,
+    // would find it held.
+    const runs = await Promise.all([
+      runToExit({ ...taken, DATA_DIR: join(scratch, 'start') }),
+      runToExit({ ...taken, DATA_DIR: join(scratch, 'check') }, ['--check']),
+    ]);
+    for (const run of runs) {
       assert.equal(run.code, 2, run.stderr);
       const lines = run.stderr.trim().split('\n');
       assert.equal(lines.length, 3, run.stderr);
@@ -121,6 +132,7 @@ const clusterMissing = postgresClusterMissing();
 
 describe.skipIf(clusterMissing)(
   `when DATABASE_URL names what its Postgres does not have${clusterMissing ? ` (${clusterMissing})` : ''}`,
+  { concurrent: true },
   () => {
     let cluster: PostgresCluster;
     beforeAll(async () => {

@@ -23,6 +23,16 @@ import { startTcpProxy, type TcpProxy } from './support/tcp-proxy.ts';
 const noRedis = await redisMissing();
 const readiness = (service: TestService) => call(service.url, 'GET', '/readyz');
 
+/**
+ * One store for the services of the tests that leave it as it was (they read, sign nobody up):
+ * a store of each test's own cost as much again as the service it served.
+ */
+let sharedStore: TestStore;
+beforeAll(async () => {
+  sharedStore = await openTestStore();
+});
+afterAll(() => sharedStore?.close());
+
 describe.skipIf(noRedis)(`readiness with Redis${noRedis ? ` (${noRedis})` : ''}`, () => {
   let proxy: TcpProxy;
   let service: TestService;
@@ -30,7 +40,7 @@ describe.skipIf(noRedis)(`readiness with Redis${noRedis ? ` (${noRedis})` : ''}`
     const redis = new URL(testRedisUrl);
     proxy = await startTcpProxy({ host: redis.hostname, port: Number(redis.port || 6379) });
     redis.port = String(proxy.port);
-    service = await startTestService({ REDIS_URL: redis.href });
+    service = await startTestService({ REDIS_URL: redis.href }, { store: sharedStore });
   });
   afterAll(async () => {
     await service?.stop();
@@ -55,7 +65,7 @@ describe.skipIf(noRedis)(`readiness with Redis${noRedis ? ` (${noRedis})` : ''}`
 });
 
 test('when REDIS_URL names a port where no Redis listens then /readyz is 503 from the start', async () => {
-  const service = await startTestService({ REDIS_URL: 'redis://127.0.0.1:1' });
+  const service = await startTestService({ REDIS_URL: 'redis://127.0.0.1:1' }, { store: sharedStore });
   try {
     const answer = await readiness(service);
     assert.equal(answer.status, 503);
@@ -67,6 +77,7 @@ test('when REDIS_URL names a port where no Redis listens then /readyz is 503 fro
 });
 
 test("when the store's key-value table cannot be read then /readyz is 503 naming the key-value store, not the store", async () => {
+  // A store of its own: the test renames one of its tables.
   const service = await startTestService();
   try {
     assert.equal((await readiness(service)).status, 200);
@@ -97,7 +108,7 @@ describe('logs and route labels', () => {
       .filter((line) => line.message === 'request' && line.route === route);
 
   test('when LOG_LEVEL is unset then health probes leave no line, while other requests do', async () => {
-    const service = await startTestService({}, { consoleDir });
+    const service = await startTestService({}, { store: sharedStore, consoleDir });
     try {
       assert.equal(service.config.logLevel, 'info');
       await call(service.url, 'GET', '/healthz');
@@ -115,7 +126,7 @@ describe('logs and route labels', () => {
   });
 
   test('when LOG_LEVEL=debug then health probes are logged, at debug', async () => {
-    const service = await startTestService({ LOG_LEVEL: 'debug' }, { consoleDir });
+    const service = await startTestService({ LOG_LEVEL: 'debug' }, { store: sharedStore, consoleDir });
     try {
       await call(service.url, 'GET', '/healthz');
       await eventually('the probe is logged', () => requestLines(service, '/healthz').length === 1);
@@ -126,7 +137,7 @@ describe('logs and route labels', () => {
   });
 
   test('when LOG_LEVEL=warn then no request line is written', async () => {
-    const service = await startTestService({ LOG_LEVEL: 'warn' }, { consoleDir });
+    const service = await startTestService({ LOG_LEVEL: 'warn' }, { store: sharedStore, consoleDir });
     try {
       await call(service.url, 'GET', '/api/v1/mini-apps/limits');
       await new Promise((resolve) => setTimeout(resolve, 100));
@@ -144,7 +155,7 @@ describe('logs and route labels', () => {
   });
 
   test('when the console and its assets are asked for then svc_http_requests_total counts them under their own routes, none as unmatched', async () => {
-    const service = await startTestService({}, { consoleDir });
+    const service = await startTestService({}, { store: sharedStore, consoleDir });
     try {
       assert.equal((await call(service.url, 'GET', '/console')).status, 200);
       assert.equal((await call(service.url, 'GET', '/console/keys')).status, 200);

@@ -14,7 +14,7 @@ import { release } from '../src/release.ts';
 import { embeddedDbDir, migrateToLatest, openStore, storeOpened } from '../src/store/db.ts';
 import { migrations } from '../src/store/migrations/index.ts';
 import { IncompatibleDatabase, migrate } from '../src/store/migrator.ts';
-import { exitOf, serviceArgs, startServiceProcess } from './support/service-process.ts';
+import { exitOf, seedDataDir, serviceArgs, startServiceProcess } from './support/service-process.ts';
 import { openTestStore, type TestStore } from './support/store.ts';
 
 const repoRoot = join(import.meta.dirname, '../..');
@@ -47,6 +47,9 @@ function jsonLines(text: string): Record<string, unknown>[] {
 
 /** What a newer build leaves in the embedded database of `dataDir`: its migration, and the release it serves from. */
 async function migrateAsNewerBuild(dataDir: string, migration: string, oldestRelease: string) {
+  // From the run's migrated database: made and migrated here, it took a PGlite initdb and every
+  // migration in the test's own process.
+  seedDataDir(dataDir);
   const db = openStore({ pgliteDir: embeddedDbDir(dataDir) });
   try {
     await storeOpened(db);
@@ -58,7 +61,8 @@ async function migrateAsNewerBuild(dataDir: string, migration: string, oldestRel
   }
 }
 
-describe('when an operator runs npm run migrate on a new data folder', () => {
+// The first three share nothing (each its own data folder and processes) and run at once.
+describe.concurrent('when an operator runs npm run migrate on a new data folder', () => {
   const dataDir = mkdtempSync(join(tmpdir(), 'svc-migrate-'));
   afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
 
@@ -81,7 +85,7 @@ describe('when an operator runs npm run migrate on a new data folder', () => {
   });
 });
 
-describe('when an older build starts on a database whose newest migration still serves its release', () => {
+describe.concurrent('when an older build starts on a database whose newest migration still serves its release', () => {
   const dataDir = mkdtempSync(join(tmpdir(), 'svc-older-build-'));
   const future = '29991231000000_future_expand';
   let service: Awaited<ReturnType<typeof startServiceProcess>>;
@@ -114,14 +118,15 @@ describe('when an older build starts on a database whose newest migration still 
   });
 });
 
-describe('when an older build starts on a database whose newest migration serves only newer releases', () => {
+describe.concurrent('when an older build starts on a database whose newest migration serves only newer releases', () => {
   const dataDir = mkdtempSync(join(tmpdir(), 'svc-older-build-'));
   const future = '29991231000000_future_contract';
 
   beforeAll(() => migrateAsNewerBuild(dataDir, future, '999.0.0'));
   afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
 
-  test('then it exits 2 with one JSON line naming the migration and what to do, and no stack trace', async () => {
+  // Each takes the data folder's lock: one after the other.
+  test.sequential('then it exits 2 with one JSON line naming the migration and what to do, and no stack trace', async () => {
     const started = await run(process.execPath, serviceArgs(), { DATA_DIR: dataDir });
     assert.equal(started.code, 2, started.stderr);
     assert.equal(started.stdout, '');
@@ -138,7 +143,7 @@ describe('when an older build starts on a database whose newest migration serves
     assert.doesNotMatch(started.stderr, /\n\s+at |corrupt/);
   });
 
-  test('then npm run migrate is refused in the same line and changes nothing', async () => {
+  test.sequential('then npm run migrate is refused in the same line and changes nothing', async () => {
     const migrated = await run('npm', ['run', 'migrate', '--silent'], { DATA_DIR: dataDir });
     assert.equal(migrated.code, 2, migrated.stderr);
     const lines = jsonLines(migrated.stderr);

@@ -6,11 +6,15 @@ import type { ProblemError } from './problem.ts';
 
 export function inFlightRequests() {
   const exchanges = new Set<{ req: IncomingMessage; res: ServerResponse }>();
+  const closedListeners: (() => void)[] = [];
 
   const track: RequestHandler = (req, res, next) => {
     const exchange = { req, res };
     exchanges.add(exchange);
-    res.once('close', () => exchanges.delete(exchange));
+    res.once('close', () => {
+      exchanges.delete(exchange);
+      for (const listener of closedListeners) listener();
+    });
     next();
   };
 
@@ -18,6 +22,10 @@ export function inFlightRequests() {
     track,
     get size() {
       return exchanges.size;
+    },
+    /** Calls `listener` each time a request is over (answered, or its client gone), from now on. */
+    onEachClosed(listener: () => void): void {
+      closedListeners.push(listener);
     },
     /**
      * Answers every request still in flight with `problem` and closes its connection (an answer

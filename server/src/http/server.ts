@@ -43,6 +43,9 @@ export async function closeGracefully(
 ): Promise<number> {
   const closed = new Promise<void>((resolve) => server.close(() => resolve()));
   server.closeIdleConnections();
+  // A connection whose request finishes now would be kept alive for its client's next one, and
+  // hold the close until the grace is over: it is closed as soon as it is idle.
+  inFlight.onEachClosed(() => server.closeIdleConnections());
   let graceTimer: NodeJS.Timeout | undefined;
   const graceOver = new Promise<'grace over'>((resolve) => {
     graceTimer = setTimeout(() => resolve('grace over'), graceMs);

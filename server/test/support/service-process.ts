@@ -8,9 +8,9 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { cpSync, existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 
-const mainModule = join(import.meta.dirname, '../../src/main.ts');
+const sourceDir = join(import.meta.dirname, '../../src');
 
 /** Where a test run's global setup says the service's build of this run is. */
 export const serverBundleVariable = 'SVC_TEST_SERVER_BUNDLE';
@@ -20,8 +20,20 @@ export const serverBundleVariable = 'SVC_TEST_SERVER_BUNDLE';
  * one, else the source through tsx (a benchmark started outside vitest).
  */
 export function serviceArgs(...args: string[]): string[] {
+  return programArgs('main', ...args);
+}
+
+/**
+ * Node's arguments that run one of the service's programs (`main`, or an operator's command such
+ * as `rotate-key-encryption-key`) with `args`: its build beside the service's, which
+ * `npm run rotate-key-encryption-key` runs too, else its source through tsx, which compiles the
+ * whole service again in every process.
+ */
+export function programArgs(program: string, ...args: string[]): string[] {
   const bundle = process.env[serverBundleVariable];
-  return bundle ? [bundle, ...args] : ['--import', 'tsx', mainModule, ...args];
+  return bundle
+    ? [join(dirname(bundle), `${program}.js`), ...args]
+    : ['--import', 'tsx', join(sourceDir, `${program}.ts`), ...args];
 }
 
 export interface ServiceProcess {
@@ -47,7 +59,8 @@ export function seedDataDir(dataDir: string): void {
 }
 
 export function exitOf(child: ChildProcess): Promise<number | null> {
-  if (child.exitCode !== null) return Promise.resolve(child.exitCode);
+  // One a signal ended has no exit code, and its 'exit' has passed.
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve(child.exitCode);
   return new Promise((resolve) => child.once('exit', (code) => resolve(code)));
 }
 
@@ -68,8 +81,15 @@ export async function startServiceProcess(
       const match = /API\s+(http:\/\/\S+)\/api\/v1/.exec(banner);
       if (match?.[1] && banner.includes('Stop with')) resolve(match[1]);
     });
-    child.once('exit', (code) =>
-      reject(new Error(`the service exited with ${code} before starting:\n${banner}`)),
+    // What it wrote to stderr is read only here: a started service's stays for the test to read.
+    child.once('exit', (code, signal) =>
+      setImmediate(() =>
+        reject(
+          new Error(
+            `the service exited with ${code ?? signal} before starting:\n${banner}${child.stderr?.read() ?? ''}`,
+          ),
+        ),
+      ),
     );
   });
   return {
