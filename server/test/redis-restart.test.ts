@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, test } from 'vitest';
 import { type Developer, signUpAdmin } from './support/accounts.ts';
 import { provisionCar } from './support/cars.ts';
+import { eventually } from './support/http.ts';
 import { freePort } from './support/mosquitto.ts';
 import { signsIn } from './support/mqtt.ts';
 import { startTestService, type TestService } from './support/service.ts';
@@ -73,9 +74,21 @@ describe('Redis restarted empty', () => {
     const after = (await provisionCar(service, admin, 'brand_b:redis.restart.2')).mqtt;
     assert.equal(await signsIn(service.mqttUrl, before.username, before.password), true);
 
+    const logged = service.logs.length;
     redis.kill();
     await once(redis, 'exit');
     redis = await startRedis(port, dir);
+    // Before any car tries: a car turned away by the empty Redis would be turned away again for as
+    // long as the broker keeps what it read (a miss is kept like a credential).
+    await eventually(
+      'the service fills the new Redis',
+      () =>
+        service.logs.slice(logged).some((line) => {
+          const entry = JSON.parse(line);
+          return entry.message === 'broker credentials synced from the database' && entry.keyValueWritten > 0;
+        }),
+      20_000,
+    );
 
     for (const car of [after, before]) {
       assert.equal(

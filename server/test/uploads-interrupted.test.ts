@@ -103,13 +103,15 @@ describe('uploads interrupted by the service stopping', () => {
   test('when the process is killed mid-upload then after restart its partial file is deleted and the URL works again', async () => {
     const dataDir = freshDataDir();
     const pkg = makePackage(manifestFor('com.example.sigkill', '1.0.0'));
-    const env = { SVC_UPLOAD_LEASE: '1s' };
+    // Held long enough that a loaded machine's second PUT still finds the URL held (1 s was not),
+    // and the PUT after the restart keeps its own hold; it lapses about when the restart is done.
+    const env = { SVC_UPLOAD_LEASE: '3s' };
     const uploadUrl = await killMidUpload(dataDir, pkg, env);
     assert.equal(partialFiles(dataDir).length, 1, 'the killed process could not clean up');
 
     const again = await startServiceProcess({ dataDir, env });
     try {
-      // The dead receiver's 1 s hold lapses, and the service lets the URL go.
+      // The dead receiver's 3 s hold lapses, and the service lets the URL go.
       await eventually('the partial file is deleted', () => partialFiles(dataDir).length === 0);
       const reply = await putPackage(sameUrlOn(again, uploadUrl), pkg.bytes);
       assert.equal(reply.status, 201, JSON.stringify(reply.body));

@@ -59,16 +59,18 @@ const biggerPackage = (id: string) =>
 const partialFiles = (dataDir: string) =>
   readdirSync(join(dataDir, 'blobs', 'incoming')).filter((name) => name.endsWith('.part'));
 
+// One service for the URL checks and the slow uploads: a URL's form is checked before any body is
+// read, so its short request deadline changes nothing for the first.
+let service: TestService;
+let developer: Developer;
+
+beforeAll(async () => {
+  service = await startTestService({ SVC_REQUEST_TIMEOUT: '1s', SVC_MIN_BODY_RATE: '100' });
+  developer = await signUpDeveloper(service.url);
+});
+afterAll(() => service?.stop());
+
 describe('presigned upload URLs are taken only as the service wrote them', () => {
-  let service: TestService;
-  let developer: Developer;
-
-  beforeAll(async () => {
-    service = await startTestService();
-    developer = await signUpDeveloper(service.url);
-  });
-  afterAll(() => service.stop());
-
   /** The last character of a 32-byte base64url value carries 4 bits and 2 unused ones. */
   const flipUnusedBit = (signature: string) => {
     const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
@@ -119,15 +121,6 @@ describe('presigned upload URLs are taken only as the service wrote them', () =>
 });
 
 describe('uploads that arrive slowly', () => {
-  let service: TestService;
-  let developer: Developer;
-
-  beforeAll(async () => {
-    service = await startTestService({ SVC_REQUEST_TIMEOUT: '1s', SVC_MIN_BODY_RATE: '100' });
-    developer = await signUpDeveloper(service.url);
-  });
-  afterAll(() => service.stop());
-
   test('when an upload streams slowly but steadily for longer than SVC_REQUEST_TIMEOUT then it is stored', async () => {
     const pkg = biggerPackage('com.example.steady');
     const target = await uploadUrl(service, developer, pkg);
@@ -188,16 +181,32 @@ describe('uploads on several replicas of one store and data folder', () => {
 
     const stalledPut = startPut(stalledTarget.upload_url, stalled);
     stalledPut.send(stalled.bytes.subarray(0, 100));
-    // 10 bytes every 100 ms: the whole package takes over 20 seconds, so that it still flows when
-    // the new replica, slow to start on a loaded machine, looks.
-    const flowingReply = trickle(startPut(flowingTarget.upload_url, flowing), pieces(flowing.bytes, 10), {
+    // 10 bytes every 100 ms until the new replica has looked (the whole package would take over
+    // 20 seconds, so that it still flows however slowly the replica starts), then the rest at once.
+    let looked = false;
+    function* flowingBody(): Generator<Buffer> {
+      for (let at = 0; at < flowing.size; at += 10) {
+        if (looked) {
+          yield flowing.bytes.subarray(at);
+          return;
+        }
+        yield flowing.bytes.subarray(at, at + 10);
+      }
+    }
+    const flowingReply = trickle(startPut(flowingTarget.upload_url, flowing), flowingBody(), {
       intervalMs: 100,
       giveUpMs: 60_000,
     });
     await eventually('both uploads are under way', () => partialFiles(dataDir).length === 2);
-    // Well past the 1 s hold of the stalled upload, renewed once when its first bytes came (the
-    // margin is for a loaded machine, where timers run late).
-    await new Promise((resolve) => setTimeout(resolve, 3_000));
+    // The stalled upload's 1 s hold runs out: renewed once its receiver counted the bytes that
+    // came, then never again (unless a sweep of its replica let it go already).
+    await eventually('the stalled upload is held for the bytes that came, then no longer', async () => {
+      const row = await steady.store.db('uploads').where({ id: stalledTarget.upload_id }).first();
+      if (!row.receiving_claim) return true;
+      const since = new Date(row.receiving_since).getTime();
+      const until = new Date(row.lease_expires_at).getTime();
+      return until - since > 1000 && until < Date.now();
+    });
 
     const starting = await startTestService({}, { store: steady.store, dataDir, clockRuns: true });
     try {
@@ -213,6 +222,7 @@ describe('uploads on several replicas of one store and data folder', () => {
         (await putPackage(sameUrlOn(starting, stalledTarget.upload_url), stalled.bytes)).status,
         201,
       );
+      looked = true;
       assert.equal((await flowingReply).status, 201, 'the flowing upload finishes where it started');
     } finally {
       stalledPut.abandon();
