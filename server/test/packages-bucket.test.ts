@@ -39,13 +39,6 @@ function multipartPackage(appId: string): TestPackage {
   return pkg;
 }
 
-/** The multipart package of the tests that never submit it: made once, as it takes a second. */
-let unsubmitted: TestPackage | undefined;
-const unsubmittedPackage = () => {
-  unsubmitted ??= multipartPackage('com.example.bucket.unsubmitted');
-  return unsubmitted;
-};
-
 async function askUploadUrl(base: string, who: Developer, pkg: TestPackage) {
   const target = await call(base, 'POST', '/api/v1/mini-apps/upload-url', {
     token: who.token,
@@ -138,7 +131,7 @@ describe('packages in an S3-compatible bucket', () => {
 
   test('when the body has another sha256 than its URL says then 422 and, though parts reached the bucket, no object is under the key; the right body goes in after', async () => {
     const [a, b] = replicas as [TestService, TestService];
-    const pkg = unsubmittedPackage();
+    const pkg = multipartPackage('com.example.bucket.wrong');
     const { uploadId, uploadUrl } = await askUploadUrl(a.url, developer, pkg);
     const wrong = Buffer.from(pkg.bytes);
     wrong[wrong.length - 1] = (wrong[wrong.length - 1] ?? 0) ^ 0xff;
@@ -210,7 +203,7 @@ describe('packages in an S3-compatible bucket', () => {
 
   test('when a replica is killed mid-upload then no object is under the package key, and the URL works again once its hold lapses', async () => {
     const [a] = replicas as [TestService];
-    const pkg = unsubmittedPackage();
+    const pkg = multipartPackage('com.example.bucket.killed');
     // On Postgres the killed replica shares the other replicas' database, and the URL is tried
     // again through one of them; on PGlite, through the replica started again on its data folder.
     // (with the replicas' key-encryption key, which Postgres needs).
