@@ -4,6 +4,7 @@
  * one process: what must happen once across replicas is the task's own business (a row lock).
  */
 import type { Logger } from './logger.ts';
+import { storeUnavailableReason } from './store/unavailable.ts';
 
 export interface ScheduledTask {
   /** Names the task in the log. */
@@ -23,7 +24,7 @@ export interface Scheduler {
   stop(): Promise<void>;
 }
 
-export function createScheduler({ logger }: { logger: Pick<Logger, 'error'> }): Scheduler {
+export function createScheduler({ logger }: { logger: Pick<Logger, 'error' | 'warn'> }): Scheduler {
   const declared = new Map<string, ScheduledTask>();
   const timers = new Set<NodeJS.Timeout>();
   const inProgress = new Set<Promise<void>>();
@@ -35,8 +36,11 @@ export function createScheduler({ logger }: { logger: Pick<Logger, 'error'> }): 
       try {
         await task.fn();
       } catch (error) {
-        // Logged, and the task keeps its schedule: the next run is the retry.
-        logger.error('scheduled task failed', { task: task.id, error });
+        // Logged, and the task keeps its schedule: the next run is the retry. A store that does not
+        // answer is an outage the requests report too, at warn; anything else is a fault.
+        const reason = storeUnavailableReason(error);
+        if (reason) logger.warn('scheduled task failed: the store is unavailable', { task: task.id, reason });
+        else logger.error('scheduled task failed', { task: task.id, error });
       }
     };
     const due = (): void => {

@@ -1,5 +1,6 @@
 /** The scheduler the service's sweeps run on: periods, no overlap, failures logged, a clean stop. */
 import assert from 'node:assert/strict';
+import knex from 'knex';
 import { afterEach, beforeEach, describe, test, vi } from 'vitest';
 import { createScheduler } from '../src/scheduler.ts';
 
@@ -14,10 +15,13 @@ function heldRun() {
 
 function recordingLogger() {
   const errors: { message: string; fields?: Record<string, unknown> }[] = [];
+  const warnings: { message: string; fields?: Record<string, unknown> }[] = [];
   return {
     errors,
+    warnings,
     logger: {
       error: (message: string, fields?: Record<string, unknown>) => errors.push({ message, fields }),
+      warn: (message: string, fields?: Record<string, unknown>) => warnings.push({ message, fields }),
     },
   };
 }
@@ -127,6 +131,28 @@ describe('scheduler', () => {
     await vi.advanceTimersByTimeAsync(1000);
     assert.equal(runs, 2);
     assert.equal(errors.length, 1);
+    await scheduler.stop();
+  });
+
+  test('when a run fails because the store does not answer then it is a warning naming why, not an error', async () => {
+    const { errors, warnings, logger } = recordingLogger();
+    const scheduler = createScheduler({ logger });
+    scheduler.scheduleTask({
+      id: 'command-sweep',
+      periodMs: 1000,
+      fn: async () => {
+        throw new knex.KnexTimeoutError('Knex: Timeout acquiring a connection. The pool is probably full.');
+      },
+    });
+    scheduler.start();
+    await vi.advanceTimersByTimeAsync(1000);
+    assert.deepEqual(errors, []);
+    assert.deepEqual(warnings, [
+      {
+        message: 'scheduled task failed: the store is unavailable',
+        fields: { task: 'command-sweep', reason: 'timed out waiting for a connection' },
+      },
+    ]);
     await scheduler.stop();
   });
 
