@@ -24,7 +24,7 @@ export interface Scheduler {
   stop(): Promise<void>;
 }
 
-export function createScheduler({ logger }: { logger: Pick<Logger, 'error' | 'warn'> }): Scheduler {
+export function createScheduler({ logger }: { logger: Pick<Logger, 'error' | 'warn' | 'debug'> }): Scheduler {
   const declared = new Map<string, ScheduledTask>();
   const timers = new Set<NodeJS.Timeout>();
   const inProgress = new Set<Promise<void>>();
@@ -36,11 +36,14 @@ export function createScheduler({ logger }: { logger: Pick<Logger, 'error' | 'wa
       try {
         await task.fn();
       } catch (error) {
-        // Logged, and the task keeps its schedule: the next run is the retry. A store that does not
-        // answer is an outage the requests report too, at warn; anything else is a fault.
+        // Logged, and the task keeps its schedule: the next run is the retry. A store that takes no
+        // connection is an outage the requests and /readyz report already (at debug here); a query
+        // of the task's own that timed out is the task's (warn); anything else is a fault.
         const reason = storeUnavailableReason(error);
-        if (reason) logger.warn('scheduled task failed: the store is unavailable', { task: task.id, reason });
-        else logger.error('scheduled task failed', { task: task.id, error });
+        if (!reason) logger.error('scheduled task failed', { task: task.id, error });
+        else if (reason === 'query timed out') {
+          logger.warn('scheduled task failed: its query timed out', { task: task.id, reason });
+        } else logger.debug('scheduled task failed: the store is unavailable', { task: task.id, reason });
       }
     };
     const due = (): void => {

@@ -16,10 +16,13 @@ function heldRun() {
 function recordingLogger() {
   const errors: { message: string; fields?: Record<string, unknown> }[] = [];
   const warnings: { message: string; fields?: Record<string, unknown> }[] = [];
+  const debug: { message: string; fields?: Record<string, unknown> }[] = [];
   return {
     errors,
     warnings,
+    debug,
     logger: {
+      debug: (message: string, fields?: Record<string, unknown>) => debug.push({ message, fields }),
       error: (message: string, fields?: Record<string, unknown>) => errors.push({ message, fields }),
       warn: (message: string, fields?: Record<string, unknown>) => warnings.push({ message, fields }),
     },
@@ -134,8 +137,8 @@ describe('scheduler', () => {
     await scheduler.stop();
   });
 
-  test('when a run fails because the store does not answer then it is a warning naming why, not an error', async () => {
-    const { errors, warnings, logger } = recordingLogger();
+  test('when a run fails because the store takes no connection then it is said at debug, naming why, not as an error', async () => {
+    const { errors, warnings, debug, logger } = recordingLogger();
     const scheduler = createScheduler({ logger });
     scheduler.scheduleTask({
       id: 'command-sweep',
@@ -147,7 +150,8 @@ describe('scheduler', () => {
     scheduler.start();
     await vi.advanceTimersByTimeAsync(1000);
     assert.deepEqual(errors, []);
-    assert.deepEqual(warnings, [
+    assert.deepEqual(warnings, []);
+    assert.deepEqual(debug, [
       {
         message: 'scheduled task failed: the store is unavailable',
         fields: { task: 'command-sweep', reason: 'timed out waiting for a connection' },
