@@ -22,6 +22,7 @@
  * in Chrome DevTools or speedscope).
  */
 import { type ChildProcess, fork } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { closeSync, mkdtempSync, openSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
@@ -87,7 +88,15 @@ async function startTarget({
         MQTT_PORT: '0',
         METRICS_PORT: '0',
         DATA_DIR: dataDir,
-        ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}),
+        // Postgres keeps the secrets sealed (keys at rest): with the key they were sealed with when
+        // SVC_KEY_ENCRYPTION_KEY is set, else with one made for this run.
+        ...(databaseUrl
+          ? {
+              DATABASE_URL: databaseUrl,
+              SVC_KEY_ENCRYPTION_KEY:
+                process.env.SVC_KEY_ENCRYPTION_KEY ?? randomBytes(32).toString('base64'),
+            }
+          : {}),
       }),
       validateResponses: false,
     };

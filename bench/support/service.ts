@@ -203,6 +203,8 @@ export async function prepareConfiguration(
     const database = await createDatabase(options.databaseUrl, options.bench);
     cleanups.unshift(() => database.drop());
     env.DATABASE_URL = database.url;
+    // A database of the bench's own, dropped after: a key made for it alone (keys at rest).
+    env.SVC_KEY_ENCRYPTION_KEY = randomBytes(32).toString('base64');
   }
   let mosquitto: TestMosquitto | undefined;
   if (broker === 'mosquitto') {
