@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 /** `svc-car-sim`: flags → cars → a running fleet until Ctrl-C. Exit 0 when stopped, 1 when it failed, 2 on bad flags. */
 import { parseArgs } from 'node:util';
-import { type Brand, brands, isBrand } from '@svc/sdk';
+import { type Brand, brands, isBrand, parseVersion } from '@svc/sdk';
 import { checkBroker } from './broker-check.ts';
 import type { CarCredential } from './car.ts';
 import { createCredentialsFile, readCredentialsFile } from './credentials.ts';
@@ -50,6 +50,10 @@ Cars:
   --save-credentials FILE  keep the new cars' passwords (shown once), for a later --credentials
                            run: a new file, mode 600, best outside the checkout
 
+Apps:
+  --app ID@VERSION         a mini-app every car starts with, e.g. com.example.hello-car@1.0.0
+                           (repeatable); a car installs what the service sends it, and says so
+
 Broker and rates:
   --mqtt-url URL           the broker: the MQTT line npm start printed (default $SVC_MQTT_URL, else ${defaultMqttUrl})
   --ca FILE                the CA certificate (PEM) an mqtts:// broker is signed by (default $SVC_MQTT_CA, else the system's)
@@ -67,6 +71,23 @@ Examples:
 /** A mistake in the flags: the message, then a pointer to --help; exit 2. */
 class UsageError extends Error {}
 
+/** `--app com.example.hello-car@1.0.0`: an app the cars start with. */
+function appFlag(text: string): { app_id: string; version: string } {
+  const at = text.lastIndexOf('@');
+  const appId = text.slice(0, at);
+  const version = text.slice(at + 1);
+  if (
+    at <= 0 ||
+    !/^[a-z][a-z0-9-]*(\.[a-z][a-z0-9-]*)+$/.test(appId) ||
+    parseVersion(version) === undefined
+  ) {
+    throw new UsageError(
+      `--app must be a mini-app id and a version, such as com.example.hello-car@1.0.0, not "${text}"`,
+    );
+  }
+  return { app_id: appId, version };
+}
+
 const flags = {
   cars: { type: 'string' },
   credentials: { type: 'string' },
@@ -78,6 +99,7 @@ const flags = {
   ca: { type: 'string' },
   'status-every': { type: 'string' },
   'telemetry-every': { type: 'string' },
+  app: { type: 'string', multiple: true },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
@@ -253,6 +275,7 @@ async function run(argv: readonly string[], context: CliContext): Promise<void> 
     values.ca ?? (context.env.SVC_MQTT_CA || undefined),
     values.ca === undefined ? 'SVC_MQTT_CA' : '--ca',
   );
+  const installedApps = (values.app ?? []).map(appFlag);
   const source = await chooseCars(values, context);
   const answer = await checkBroker(broker, connectTimeoutMs, ca);
   if (answer.anonymousAccepted) {
@@ -271,6 +294,7 @@ async function run(argv: readonly string[], context: CliContext): Promise<void> 
     statusEveryMs,
     telemetryEveryMs,
     connectTimeoutMs,
+    installedApps,
     output: context.stdout,
     warnings: context.stderr,
     leftOut: (problem) => {

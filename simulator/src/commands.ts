@@ -41,8 +41,10 @@ const commandHandlers: Readonly<Record<string, CommandHandler>> = {
     if (!appId || !version) return { rejected: 'app.install needs args.app_id and args.version' };
     return {
       run() {
+        const before = car.installedApps.get(appId);
         car.installedApps.set(appId, version);
-        return { statusChanged: true };
+        car.show(`car ${car.deviceId} installs ${appId} ${version}${before ? ` (was ${before})` : ''}`);
+        return { statusChanged: before !== version };
       },
     };
   },

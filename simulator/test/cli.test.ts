@@ -95,6 +95,11 @@ describe('svc-car-sim', () => {
       ],
       [['--credentials', file, '--cars', '3'], `--cars 3, but ${file} holds 1 car(s)`],
       [['--cars', '1', '--token', 't', '--brand', 'brand_z'], '--brand must be one of brand_a, brand_b'],
+      [['--credentials', file, '--app', 'hello-car'], '--app must be a mini-app id and a version'],
+      [
+        ['--credentials', file, '--app', 'com.example.hello-car@one'],
+        '--app must be a mini-app id and a version',
+      ],
     ] as const) {
       const { code, stderr } = await run([...argv]);
       assert.equal(code, 2, argv.join(' '));
