@@ -1,9 +1,9 @@
 /**
  * Moves the cars that run an app to the version each should run (mini-apps/published-apps.ts:
  * the rollout's for a car in it, else the live one), by `app.install` through the command
- * lifecycle: on publication, on every rollout move, when a car comes online, and on a periodic
- * sweep that catches what a wake-up missed (another replica's move, a car whose status arrived
- * late).
+ * lifecycle: on publication, on every rollout move, when a car comes online or finishes an
+ * install, and on a periodic sweep that catches what a wake-up missed (another replica's move, a
+ * car whose status arrived late).
  *
  * The rules, per car that reports the app:
  * - a car on an older version than it should run is sent the install; a car on a rolled-back
@@ -26,10 +26,19 @@ import type { Logger } from '../logger.ts';
 import { listReleasedAppIds } from '../mini-apps/mini-app-repository.ts';
 import { type Release, releaseOf, versionForCar } from '../mini-apps/published-apps.ts';
 import type { Db } from '../store/db.ts';
-import { appsOfCar, type CarRunningApp, carsRunningApp } from './cars-running-app.ts';
+import { appsOfCars, type CarRunningApp, carsRunningApp } from './cars-running-app.ts';
 
 /** How long a car may take to get an update before the install expires (and is sent again). */
 const installTtlMs = 60 * 60 * 1000;
+
+/** Installs made in one transaction at most: the store is not held for a whole second's worth. */
+const installsPerTransaction = 200;
+
+/**
+ * Cars come online in crowds (a broker restart, a fleet's morning): past this many waiting, their
+ * apps' whole fleets are looked at once rather than car by car.
+ */
+const carsLookedAtOneByOne = 20;
 
 type Decision = { install?: string; withdraw?: string };
 
@@ -70,6 +79,14 @@ export function createAppUpdater(deps: {
   ratePerSecond: number;
 }) {
   const { db, clock, logger, lifecycle, ratePerSecond } = deps;
+  // A car that finished an install (or failed it) may have more to do: a rollback while it was
+  // installing, a newer version meanwhile.
+  const stopListening = lifecycle.onCommandSettled((deviceId, name) => {
+    if (name === 'app.install') {
+      carsToLook.add(deviceId);
+      kick();
+    }
+  });
   const appsToLook = new Set<string>();
   const carsToLook = new Set<string>();
   let running: Promise<void> | undefined;
@@ -102,7 +119,7 @@ export function createAppUpdater(deps: {
     return db.transaction(async (trx) => {
       await trx.raw('select pg_advisory_xact_lock(hashtext(?))', [`svc-app-updates:${appId}`]);
       refill();
-      let room = Math.floor(tokens);
+      let room = Math.min(Math.floor(tokens), installsPerTransaction);
       let left = false;
       for (const car of await carsRunningApp(trx, appId, { deviceId })) {
         const decision = decide(release, car);
@@ -134,10 +151,16 @@ export function createAppUpdater(deps: {
 
   async function run(): Promise<void> {
     while (!stopped && (carsToLook.size > 0 || appsToLook.size > 0)) {
+      if (carsToLook.size > carsLookedAtOneByOne) {
+        const cars = [...carsToLook];
+        carsToLook.clear();
+        for (const appId of await appsOfCars(db, cars)) appsToLook.add(appId);
+        continue;
+      }
       const [deviceId] = carsToLook;
       if (deviceId !== undefined) {
         carsToLook.delete(deviceId);
-        for (const appId of await appsOfCar(db, deviceId)) await lookAt(appId, deviceId);
+        for (const appId of await appsOfCars(db, [deviceId])) await lookAt(appId, deviceId);
         continue;
       }
       const [appId] = appsToLook;
@@ -187,6 +210,7 @@ export function createAppUpdater(deps: {
     /** Stops looking; waits for the look under way. */
     async stop(): Promise<void> {
       stopped = true;
+      stopListening();
       if (pause) {
         clearTimeout(pause.timer);
         pause.done();

@@ -45,13 +45,14 @@ export async function carsRunningApp(
   return (result.rows as CarRunningApp[]).filter((row) => typeof row.installed_version === 'string');
 }
 
-/** The apps a car last reported running. */
-export async function appsOfCar(db: Db, deviceId: string): Promise<string[]> {
+/** The apps the cars last reported running. */
+export async function appsOfCars(db: Db, deviceIds: readonly string[]): Promise<string[]> {
+  if (deviceIds.length === 0) return [];
   const result = await db.raw(
     `select distinct a->>'app_id' as app_id
        from car_status_reports r, jsonb_array_elements(r.installed_apps) a
-      where r.device_id = ?`,
-    [deviceId],
+      where r.device_id in (${deviceIds.map(() => '?').join(', ')})`,
+    [...deviceIds],
   );
   return (result.rows as { app_id: string | null }[]).flatMap((row) => (row.app_id ? [row.app_id] : []));
 }

@@ -90,6 +90,7 @@ export function createCommandLifecycle(deps: {
   const instance = randomUUID();
   const notifies = hasNotifications(db);
   const wakeListeners = new Set<() => void>();
+  const settledListeners = new Set<(deviceId: string, name: string) => void>();
 
   function counted(trx: Db, names: readonly string[], state: Parameters<CommandMetrics['moved']>[1]) {
     if (names.length === 0) return;
@@ -106,6 +107,15 @@ export function createCommandLifecycle(deps: {
     onCommandMade(wake: () => void): () => void {
       wakeListeners.add(wake);
       return () => wakeListeners.delete(wake);
+    },
+
+    /**
+     * Calls `settled` with the car and the command's name whenever a car's acknowledgement moved
+     * one of its commands to a final state (the app updater looks at the car again).
+     */
+    onCommandSettled(settled: (deviceId: string, name: string) => void): () => void {
+      settledListeners.add(settled);
+      return () => settledListeners.delete(settled);
     },
 
     /**
@@ -203,6 +213,8 @@ export function createCommandLifecycle(deps: {
       switch (result.kind) {
         case 'moved':
           metrics.moved(result.name, ack.outcome);
+          if (ack.outcome !== 'accepted')
+            for (const settled of settledListeners) settled(deviceId, result.name);
           return 'stored';
         case 'unchanged':
           return 'ignored';
