@@ -28,8 +28,8 @@ export interface WatchedSimulator extends Simulator {
 export async function startWatchedSimulator(
   mqttUrl: string,
   cars: CarCredential[],
-  /** What the cars start with (`installedApps`), when not the simulator's default. */
-  options: Pick<SimulatorOptions, 'installedApps'> = {},
+  /** What the cars start with (`installedApps`), and how often they send a fix, when not as here. */
+  options: Pick<SimulatorOptions, 'installedApps' | 'telemetryEveryMs'> = {},
 ): Promise<WatchedSimulator> {
   const shown: string[] = [];
   const simulator = await startSimulator({
