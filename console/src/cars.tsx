@@ -32,6 +32,11 @@ export function carName(deviceId: string): string {
   return `car ending ${lastFour(deviceId)}`;
 }
 
+/** A car in a heading: "Car ending 4352". */
+export function carTitle(deviceId: string): string {
+  return `Car ending ${lastFour(deviceId)}`;
+}
+
 /** The id masked (read by screen readers as its last 4 characters, not as a row of stars) and a button that copies it whole. */
 export function MaskedDeviceId({ deviceId }: { deviceId: string }) {
   return (

@@ -131,7 +131,7 @@ describe.skipIf(missing !== undefined)(
       assert.ok(!(await inPage(page, nativeId)), 'the full device id is nowhere in the car page');
       await checkPage(page, 'car');
 
-      await page.getByRole('button', { name: 'Lock doors' }).click();
+      await page.getByRole('button', { name: 'Lock doors', exact: true }).click();
       await page.getByText('Lock doors: done.').waitFor({ timeout: 15_000 });
       await status.getByText('Locked', { exact: true }).waitFor({ timeout: 15_000 });
       assert.equal(simulator.cars[0]?.doorsLocked, true, 'the car itself locked');

@@ -11,6 +11,7 @@ import {
   type CarSummary,
   carName,
   carProblem,
+  carTitle,
   checkTypedDeviceId,
   MaskedDeviceId,
   Presence,
@@ -216,7 +217,7 @@ function FleetCar({ car, onRotated, onChanged, onProblem }: { car: CarSummary } 
 
   return (
     <li class="card">
-      <h3>{name}</h3>
+      <h3>{carTitle(car.device_id)}</h3>
       <dl>
         <dt>Device id</dt>
         <dd>

@@ -11,6 +11,7 @@ import {
   CopyButton,
   carName,
   carProblem,
+  carTitle,
   checkTypedDeviceId,
   MaskedDeviceId,
   Presence,
@@ -80,7 +81,7 @@ export function MyCars({
 function CarCard({ car }: { car: CarSummary }) {
   return (
     <li class="card">
-      <h2>{carName(car.device_id)}</h2>
+      <h2>{carTitle(car.device_id)}</h2>
       <dl>
         <dt>Device id</dt>
         <dd>
