@@ -55,7 +55,7 @@ describe.skipIf(missing !== undefined)(
       await service?.stop();
     });
 
-    test('when an owner pairs a car with the code it shows then it is listed masked, its page shows status, location and apps, it locks, and a transfer asks first', async () => {
+    test('when an owner pairs a car with the code it shows then it is listed masked, its page shows status, location and apps, it locks and removes an app, and a transfer asks first', async () => {
       const [car] = (await provisionCars({
         apiUrl: service.url,
         token: admin.token,
@@ -135,6 +135,11 @@ describe.skipIf(missing !== undefined)(
       await page.getByText('Lock doors: done.').waitFor({ timeout: 15_000 });
       await status.getByText('Locked', { exact: true }).waitFor({ timeout: 15_000 });
       assert.equal(simulator.cars[0]?.doorsLocked, true, 'the car itself locked');
+
+      // Removing an app is a command too: the car runs it, and its next report lists no app.
+      await page.getByRole('button', { name: 'Remove com.example.parking' }).click();
+      await page.getByText('Remove com.example.parking: done.').waitFor({ timeout: 15_000 });
+      await page.getByText('The car has reported no mini-apps.').waitFor({ timeout: 15_000 });
 
       // A reload keeps the car (it is in the page's history entry, not in its address).
       assert.equal(new URL(page.url()).pathname, '/console/car');
