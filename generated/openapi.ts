@@ -406,6 +406,66 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/mini-apps/{app_id}/rollout": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The mini-app's id, in reverse-DNS form.
+                 * @example com.example.hello-car
+                 */
+                app_id: components["parameters"]["AppIdPath"];
+            };
+            cookie?: never;
+        };
+        /**
+         * The app's latest rollout and its progress
+         * @description The app's rollout, the one under way or else the last one, with the cars counted by where the
+         *     version stands on them; no device id is revealed. For the app's developer and admins; anyone
+         *     else is answered 404, as for an app that does not exist. 404 `no_rollout` when the app never
+         *     had one.
+         */
+        get: operations["getRollout"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/mini-apps/{app_id}/rollout/moves": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The mini-app's id, in reverse-DNS form.
+                 * @example com.example.hello-car
+                 */
+                app_id: components["parameters"]["AppIdPath"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Move the app's rollout
+         * @description Raises the rollout's percentage, pauses, resumes, completes or rolls back the rollout under
+         *     way (see RolloutMoveRequest). Only the app's developer moves it (an admin is 403
+         *     `not_your_move`; anyone else 404). 404 `no_rollout` when none is under way; 409
+         *     `rollout_ended` when it has completed or been rolled back, `rollout_paused` (set_percent or
+         *     pause on a paused rollout), `rollout_not_paused` (resume on an active one), `percent_only_grows`
+         *     (a percentage not above the current one); 422 `percent_required` / `percent_not_expected`.
+         */
+        post: operations["moveRollout"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/admin/review-queue": {
         parameters: {
             query?: never;
@@ -1461,16 +1521,21 @@ export interface components {
         };
         /**
          * ReviewState
-         * @description Where a mini-app version is in review. Moves:
+         * @description Where a mini-app version is in review and release. Moves:
          *     `submitted` → `in_review` (admin); `submitted` or `in_review` → `withdrawn` (owning
          *     developer); `in_review` → `approved` or `rejected` (admin, reason required for
-         *     `rejected`); `approved` → `published` (owning developer); `published` → `superseded`
-         *     (the service, when a newer version of the app is published); `published` → `removed`
-         *     (admin, reason required). Any other move is refused with 409.
+         *     `rejected`); `approved` → `published` (owning developer: every car running an earlier version
+         *     of the app is moved to it); `approved` → `rolling_out` (owning developer, with a `rollout`: only
+         *     the rollout's share of the cars is moved to it, and the version live before stays `published`
+         *     for the others); `rolling_out` → `published` (the service, when the rollout completes);
+         *     `rolling_out` → `rolled_back` (the service, when the developer rolls the rollout back: the cars
+         *     that got it are moved back, and it can no longer be installed); `published` → `superseded`
+         *     (the service, when a newer version of the app is published or its rollout completes);
+         *     `published` → `removed` (admin, reason required). Any other move is refused with 409.
          * @example submitted
          * @enum {string}
          */
-        ReviewState: "submitted" | "in_review" | "approved" | "rejected" | "published" | "withdrawn" | "superseded" | "removed";
+        ReviewState: "submitted" | "in_review" | "approved" | "rejected" | "published" | "rolling_out" | "rolled_back" | "withdrawn" | "superseded" | "removed";
         /**
          * Brand
          * @description The vehicle maker, as its lowercase wire string. It must agree with the prefix of the
@@ -1700,17 +1765,135 @@ export interface components {
             max_unpacked_ratio: number;
         };
         /**
+         * RolloutRequest
+         * @description A staged rollout, required with `to: rolling_out` and refused (422 `rollout_not_expected`) with
+         *     any other move. Which cars are in is decided by the app id and the device id alone, so a car
+         *     once in stays in as the percentage grows.
+         * @example {
+         *       "percent": 10
+         *     }
+         */
+        RolloutRequest: {
+            /** @description The share of the eligible cars that get the version. */
+            percent: number;
+            /**
+             * @description Only cars of these brands (each one the version's manifest lists, else 422
+             *     `brand_not_in_manifest`); all the manifest's brands when absent.
+             */
+            brands?: components["schemas"]["Brand"][];
+        };
+        /**
          * ReviewTransitionRequest
          * @description Moves a version to another review state (see ReviewState for who may make which move).
          * @example {
          *       "to": "rejected",
          *       "reason": "The app calls an origin that its manifest does not declare."
          *     }
+         * @example {
+         *       "to": "rolling_out",
+         *       "rollout": {
+         *         "percent": 10,
+         *         "brands": [
+         *           "brand_a"
+         *         ]
+         *       }
+         *     }
          */
         ReviewTransitionRequest: {
             to: components["schemas"]["ReviewState"];
             /** @description Required when moving to `rejected` or `removed`; shown to the developer. */
             reason?: string & components["schemas"]["MultilineText"];
+            rollout?: components["schemas"]["RolloutRequest"];
+        };
+        /**
+         * RolloutState
+         * @description `active` (cars in the share are moved to the version), `paused` (no install command is made for
+         *     the app until it is resumed), `completed` (the version is `published` for every car) and
+         *     `rolled_back` (the cars that got the version are moved back to the one live before). Moves:
+         *     `active` → `paused` (pause), `paused` → `active` (resume), `active` or `paused` → `completed`
+         *     (complete) or `rolled_back` (rollback); `completed` and `rolled_back` are final.
+         * @enum {string}
+         */
+        RolloutState: "active" | "paused" | "completed" | "rolled_back";
+        /**
+         * RolloutProgress
+         * @description Cars counted by where the version stands on them, read from the commands the service sent and
+         *     the status the cars last reported. `eligible` counts the cars in the rollout's share that run the
+         *     app on a brand the rollout covers; each of them is in exactly one of the others: `installed`
+         *     (the car reports the version, or acknowledged its install as completed), `failed` (the car
+         *     refused or failed the install; it is not sent again), `expired` (the install expired while the
+         *     car was away; it is sent again when the car is back), `sent`, `queued`, and `waiting` (offline,
+         *     or not reached yet at the stated rate).
+         */
+        RolloutProgress: {
+            eligible: number;
+            waiting: number;
+            queued: number;
+            sent: number;
+            installed: number;
+            failed: number;
+            expired: number;
+        };
+        /**
+         * Rollout
+         * @description An app's staged rollout of one version, and its progress on the cars.
+         * @example {
+         *       "app_id": "com.example.hello-car",
+         *       "version": "1.1.0",
+         *       "previous_version": "1.0.0",
+         *       "percent": 10,
+         *       "brands": null,
+         *       "state": "active",
+         *       "progress": {
+         *         "eligible": 120,
+         *         "waiting": 8,
+         *         "queued": 0,
+         *         "sent": 2,
+         *         "installed": 108,
+         *         "failed": 1,
+         *         "expired": 1
+         *       },
+         *       "created_at": "2026-11-28T09:00:00Z",
+         *       "updated_at": "2026-11-28T09:30:00Z"
+         *     }
+         */
+        Rollout: {
+            app_id: components["schemas"]["AppId"];
+            /** @description The version being rolled out. */
+            version: string;
+            /** @description The version live when the rollout started, which the cars outside it keep; null for an app's first version. */
+            previous_version: string | null;
+            percent: number;
+            /** @description The brands the rollout is limited to; null for every brand the manifest lists. */
+            brands: components["schemas"]["Brand"][] | null;
+            state: components["schemas"]["RolloutState"];
+            progress: components["schemas"]["RolloutProgress"];
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            updated_at: string;
+        };
+        /**
+         * RolloutMoveRequest
+         * @description One move of the app's rollout: `set_percent` (with `percent`, never lower than it is: the cars
+         *     that got the version keep it; roll back instead), `pause`, `resume`, `complete` (every eligible
+         *     car gets the version, which becomes `published`, and the one live before `superseded`) or
+         *     `rollback` (the cars that got the version are moved back to the one live before; the version
+         *     becomes `rolled_back` and can no longer be installed). A move the rollout's state does not allow
+         *     is 409 (see RolloutState).
+         * @example {
+         *       "move": "set_percent",
+         *       "percent": 50
+         *     }
+         * @example {
+         *       "move": "rollback"
+         *     }
+         */
+        RolloutMoveRequest: {
+            /** @enum {string} */
+            move: "set_percent" | "pause" | "resume" | "complete" | "rollback";
+            /** @description Required with `set_percent`, refused with any other move. */
+            percent?: number;
         };
         /**
          * ReviewQueue
@@ -2115,7 +2298,9 @@ export interface components {
         /**
          * CommandRequest
          * @description A command for one car. `name` is one of `doors.lock`, `doors.unlock` (no arguments: `{}`),
-         *     `app.install` (`{app_id, version}`: a version in review state `published`) and `app.uninstall`
+         *     `app.install` (`{app_id, version}`: a version in review state `published`, or `rolling_out`
+         *     for a car in its rollout; without `version`, the version that car should run: its rollout's
+         *     when it is in one, else the live one) and `app.uninstall`
          *     (`{app_id}`); the arguments of each are the `cmd` payload's in the AsyncAPI contract
          *     (`/asyncapi.yaml`, `CarCommand`). `pairing.show_code` is sent only by the service. An unknown
          *     name is 422 `unknown_command`, arguments that do not fit it 422 `invalid_command_args`, both
@@ -2902,6 +3087,11 @@ export interface components {
          */
         VersionId: string;
         /**
+         * @description The mini-app's id, in reverse-DNS form.
+         * @example com.example.hello-car
+         */
+        AppIdPath: components["schemas"]["AppId"];
+        /**
          * @description Only the car with this full prefixed device id, URL-encoded (`brand_a%3A1HGCM82633A004352`)
          *     or not (`brand_a:1HGCM82633A004352`: a `:` is allowed in a query). A malformed id is answered
          *     with 422 and its `code`.
@@ -3500,6 +3690,78 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            426: components["responses"]["UpgradeRequired"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getRollout: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The mini-app's id, in reverse-DNS form.
+                 * @example com.example.hello-car
+                 */
+                app_id: components["parameters"]["AppIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The rollout. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Rollout"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            426: components["responses"]["UpgradeRequired"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    moveRollout: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The mini-app's id, in reverse-DNS form.
+                 * @example com.example.hello-car
+                 */
+                app_id: components["parameters"]["AppIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RolloutMoveRequest"];
+            };
+        };
+        responses: {
+            /** @description The rollout after the move. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Rollout"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["UnprocessableEntity"];
             426: components["responses"]["UpgradeRequired"];
             503: components["responses"]["ServiceUnavailable"];
         };

@@ -48,6 +48,8 @@ export const routes = {
   addSshKey: { method: 'post', openapiPath: '/api/v1/dev/keys', expressPath: '/api/v1/dev/keys', security: ['bearerAuth'], adminOnly: false },
   removeSshKey: { method: 'delete', openapiPath: '/api/v1/dev/keys/{key_id}', expressPath: '/api/v1/dev/keys/:key_id', security: ['bearerAuth'], adminOnly: false },
   getMe: { method: 'get', openapiPath: '/api/v1/dev/me', expressPath: '/api/v1/dev/me', security: ['bearerAuth'], adminOnly: false },
+  getRollout: { method: 'get', openapiPath: '/api/v1/mini-apps/{app_id}/rollout', expressPath: '/api/v1/mini-apps/:app_id/rollout', security: ['bearerAuth'], adminOnly: false },
+  moveRollout: { method: 'post', openapiPath: '/api/v1/mini-apps/{app_id}/rollout/moves', expressPath: '/api/v1/mini-apps/:app_id/rollout/moves', security: ['bearerAuth'], adminOnly: false },
   getPackageLimits: { method: 'get', openapiPath: '/api/v1/mini-apps/limits', expressPath: '/api/v1/mini-apps/limits', security: ['bearerAuth'], adminOnly: false },
   listMyMiniApps: { method: 'get', openapiPath: '/api/v1/mini-apps/mine', expressPath: '/api/v1/mini-apps/mine', security: ['bearerAuth'], adminOnly: false },
   submitMiniApp: { method: 'post', openapiPath: '/api/v1/mini-apps/submit', expressPath: '/api/v1/mini-apps/submit', security: ['bearerAuth'], adminOnly: false },

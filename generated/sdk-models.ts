@@ -13,8 +13,11 @@ type Wire = components['schemas'];
 /** Where a command is. `queued`: written, not yet published to the car; `sent`: published (QoS 1) and not yet acknowledged; `accepted`: the car received it and is about to run it; `completed`, `failed`, `rejected` (the car will not run it) and `expired` (not acknowledged as run before its `expires_at`) are final. */
 export type CommandState = 'queued' | 'sent' | 'accepted' | 'completed' | 'failed' | 'rejected' | 'expired';
 
-/** Where a mini-app version is in review. Moves: `submitted` → `in_review` (admin); `submitted` or `in_review` → `withdrawn` (owning developer); `in_review` → `approved` or `rejected` (admin, reason required for `rejected`); `approved` → `published` (owning developer); `published` → `superseded` (the service, when a newer version of the app is published); `published` → `removed` (admin, reason required). Any other move is refused with 409. */
-export type ReviewState = 'submitted' | 'in_review' | 'approved' | 'rejected' | 'published' | 'withdrawn' | 'superseded' | 'removed';
+/** Where a mini-app version is in review and release. Moves: `submitted` → `in_review` (admin); `submitted` or `in_review` → `withdrawn` (owning developer); `in_review` → `approved` or `rejected` (admin, reason required for `rejected`); `approved` → `published` (owning developer: every car running an earlier version of the app is moved to it); `approved` → `rolling_out` (owning developer, with a `rollout`: only the rollout's share of the cars is moved to it, and the version live before stays `published` for the others); `rolling_out` → `published` (the service, when the rollout completes); `rolling_out` → `rolled_back` (the service, when the developer rolls the rollout back: the cars that got it are moved back, and it can no longer be installed); `published` → `superseded` (the service, when a newer version of the app is published or its rollout completes); `published` → `removed` (admin, reason required). Any other move is refused with 409. */
+export type ReviewState = 'submitted' | 'in_review' | 'approved' | 'rejected' | 'published' | 'rolling_out' | 'rolled_back' | 'withdrawn' | 'superseded' | 'removed';
+
+/** `active` (cars in the share are moved to the version), `paused` (no install command is made for the app until it is resumed), `completed` (the version is `published` for every car) and `rolled_back` (the cars that got the version are moved back to the one live before). Moves: `active` → `paused` (pause), `paused` → `active` (resume), `active` or `paused` → `completed` (complete) or `rolled_back` (rollback); `completed` and `rolled_back` are final. */
+export type RolloutState = 'active' | 'paused' | 'completed' | 'rolled_back';
 
 /** Where a signing key stands in rotation: `next` (published, signs nothing yet), `current` (signs every identity token now), `retired` (signs no more; published until the tokens it signed have expired, then deleted). */
 export type SigningKeyState = 'next' | 'current' | 'retired';
@@ -675,6 +678,64 @@ export function toReviewQueue(wire: Wire['ReviewQueue']): ReviewQueue {
   return {
     versions: wire.versions.map((item) => toMiniAppVersion(item)),
     published: wire.published.map((item) => toMiniAppVersion(item)),
+  };
+}
+
+/** An app's staged rollout of one version, and its progress on the cars. */
+export interface Rollout {
+  /** `app_id` on the wire. */
+  appId: string;
+  /** The version being rolled out. */
+  version: string;
+  /** The version live when the rollout started, which the cars outside it keep; null for an app's first version. `previous_version` on the wire. */
+  previousVersion: string | null;
+  percent: number;
+  /** The brands the rollout is limited to; null for every brand the manifest lists. */
+  brands: Brand[] | null;
+  state: RolloutState;
+  progress: RolloutProgress;
+  /** `created_at` on the wire. */
+  createdAt: string;
+  /** `updated_at` on the wire. */
+  updatedAt: string;
+}
+
+/** The Rollout model of the service's `Rollout` answer. */
+export function toRollout(wire: Wire['Rollout']): Rollout {
+  return {
+    appId: wire.app_id,
+    version: wire.version,
+    previousVersion: wire.previous_version,
+    percent: wire.percent,
+    brands: wire.brands,
+    state: wire.state,
+    progress: toRolloutProgress(wire.progress),
+    createdAt: wire.created_at,
+    updatedAt: wire.updated_at,
+  };
+}
+
+/** Cars counted by where the version stands on them, read from the commands the service sent and the status the cars last reported. `eligible` counts the cars in the rollout's share that run the app on a brand the rollout covers; each of them is in exactly one of the others: `installed` (the car reports the version, or acknowledged its install as completed), `failed` (the car refused or failed the install; it is not sent again), `expired` (the install expired while the car was away; it is sent again when the car is back), `sent`, `queued`, and `waiting` (offline, or not reached yet at the stated rate). */
+export interface RolloutProgress {
+  eligible: number;
+  waiting: number;
+  queued: number;
+  sent: number;
+  installed: number;
+  failed: number;
+  expired: number;
+}
+
+/** The RolloutProgress model of the service's `RolloutProgress` answer. */
+export function toRolloutProgress(wire: Wire['RolloutProgress']): RolloutProgress {
+  return {
+    eligible: wire.eligible,
+    waiting: wire.waiting,
+    queued: wire.queued,
+    sent: wire.sent,
+    installed: wire.installed,
+    failed: wire.failed,
+    expired: wire.expired,
   };
 }
 

@@ -13,6 +13,8 @@ export const stateNames: Record<ReviewState, string> = {
   approved: 'Approved',
   rejected: 'Rejected',
   published: 'Live on cars',
+  rolling_out: 'Rolling out to some cars',
+  rolled_back: 'Rolled back',
   withdrawn: 'Withdrawn',
   superseded: 'Superseded by a newer version',
   removed: 'Removed by an admin',
