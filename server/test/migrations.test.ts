@@ -6,6 +6,7 @@ import { openTestStore, type TestStore } from './support/store.ts';
 const tables = [
   'accounts',
   'admin_codes',
+  'app_rollouts',
   'ssh_keys',
   'login_challenges',
   'access_tokens',
