@@ -203,7 +203,10 @@ function MiniApps({
   const [appId, setAppId] = useState('');
   const [version, setVersion] = useState('');
   const installApp = useSubmit(async () => {
-    await onSend({ name: 'app.install', args: { app_id: appId.trim(), version: version.trim() } });
+    // Without a version the service installs the one this car should run (its rollout's, else the live one).
+    const args: Record<string, string> = { app_id: appId.trim() };
+    if (version.trim()) args.version = version.trim();
+    await onSend({ name: 'app.install', args });
   });
   return (
     <section aria-labelledby="apps-title">
@@ -231,12 +234,11 @@ function MiniApps({
       <form onSubmit={installApp.onSubmit} noValidate>
         <Field label="App id" name="app_id" value={appId} onInput={setAppId} required />
         <Field
-          label="Version"
+          label="Version (optional)"
           name="version"
-          hint="A version live on cars, e.g. 1.0.0."
+          hint="Empty: the version this car should run, as its rollout or the live version says."
           value={version}
           onInput={setVersion}
-          required
         />
         <button type="submit" aria-disabled={installApp.busy}>
           Install
