@@ -487,6 +487,33 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/cars": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List my cars
+         * @description The cars the caller owns (paired with their account), most recently provisioned first, a page
+         *     at a time: pass the `next_cursor` of one page as `cursor` to get the next. Each car comes with
+         *     whether it is online, when it was last seen, and the mini-apps its last `status` report listed.
+         *
+         *     For an admin the list is every provisioned car, as `GET /api/v1/admin/cars` gives it. With
+         *     `device_id` (URL-encoded prefixed id), only that car, or an empty list when it is not
+         *     provisioned or the caller may not see it (the answer is the same, so a car's existence does
+         *     not leak).
+         */
+        get: operations["listMyCars"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/cars/{device_id}/install": {
         parameters: {
             query?: never;
@@ -813,8 +840,9 @@ export interface paths {
         /**
          * List provisioned cars
          * @description Provisioned cars, most recently provisioned first, a page at a time: pass the `next_cursor` of
-         *     one page as `cursor` to get the next. With `device_id` (URL-encoded prefixed id), only that
-         *     car, or an empty list when it is not provisioned.
+         *     one page as `cursor` to get the next. Each car comes with whether it is online, when it was
+         *     last seen, and the mini-apps its last `status` report listed. With `device_id` (URL-encoded
+         *     prefixed id), only that car, or an empty list when it is not provisioned.
          */
         get: operations["listCars"];
         put?: never;
@@ -1923,6 +1951,95 @@ export interface components {
             version: string;
         };
         /**
+         * CarSummary
+         * @description A car as the lists of cars show it: the car and who owns it (the fields of `Car`), whether it is
+         *     connected (as `CarStatus` says), and the mini-apps it said it runs in its last `status` report
+         *     (as `Install` says).
+         * @example {
+         *       "device_id": "brand_a:1HGCM82633A004352",
+         *       "brand": "brand_a",
+         *       "owner_id": "0b9d6f4e-1c2a-4e5b-8f3d-7a6c5b4e3d21",
+         *       "paired_at": "2026-11-21T09:30:00Z",
+         *       "provisioned_at": "2026-11-20T08:00:00Z",
+         *       "online": true,
+         *       "last_seen": "2026-11-21T10:06:00Z",
+         *       "installed_apps": [
+         *         {
+         *           "app_id": "com.example.hello-car",
+         *           "version": "1.0.0"
+         *         }
+         *       ],
+         *       "reported_at": "2026-11-21T10:05:00Z"
+         *     }
+         */
+        CarSummary: {
+            device_id: components["schemas"]["DeviceId"];
+            brand: components["schemas"]["Brand"];
+            /**
+             * Format: uuid
+             * @description The account the car is paired with; null when unpaired.
+             */
+            owner_id: string | null;
+            /** Format: date-time */
+            paired_at: string | null;
+            /** Format: date-time */
+            provisioned_at: string;
+            /** @description From the car's retained `presence` message; false until it has said `online`. */
+            online: boolean;
+            /**
+             * Format: date-time
+             * @description The last live message of any kind from the car; null when never.
+             */
+            last_seen: string | null;
+            /** @description As the car last reported them; empty before its first report. */
+            installed_apps: components["schemas"]["InstalledApp"][];
+            /**
+             * Format: date-time
+             * @description When the car made its last `status` report; null before the first.
+             */
+            reported_at: string | null;
+        };
+        /**
+         * CarList
+         * @example {
+         *       "cars": [
+         *         {
+         *           "device_id": "brand_a:1HGCM82633A004352",
+         *           "brand": "brand_a",
+         *           "owner_id": "0b9d6f4e-1c2a-4e5b-8f3d-7a6c5b4e3d21",
+         *           "paired_at": "2026-11-21T09:30:00Z",
+         *           "provisioned_at": "2026-11-20T08:00:00Z",
+         *           "online": true,
+         *           "last_seen": "2026-11-21T10:06:00Z",
+         *           "installed_apps": [
+         *             {
+         *               "app_id": "com.example.hello-car",
+         *               "version": "1.0.0"
+         *             }
+         *           ],
+         *           "reported_at": "2026-11-21T10:05:00Z"
+         *         },
+         *         {
+         *           "device_id": "brand_b:fleet-0042",
+         *           "brand": "brand_b",
+         *           "owner_id": null,
+         *           "paired_at": null,
+         *           "provisioned_at": "2026-11-20T08:05:00Z",
+         *           "online": false,
+         *           "last_seen": null,
+         *           "installed_apps": [],
+         *           "reported_at": null
+         *         }
+         *       ],
+         *       "next_cursor": null
+         *     }
+         */
+        CarList: {
+            cars: components["schemas"]["CarSummary"][];
+            /** @description Pass as `cursor` for the next page; null on the last page. */
+            next_cursor: string | null;
+        };
+        /**
          * Install
          * @description What runs on a car, as it last reported over MQTT (`status` topic).
          * @example {
@@ -2260,33 +2377,6 @@ export interface components {
              * @description The token's `exp`.
              */
             expires_at: string;
-        };
-        /**
-         * CarList
-         * @example {
-         *       "cars": [
-         *         {
-         *           "device_id": "brand_a:1HGCM82633A004352",
-         *           "brand": "brand_a",
-         *           "owner_id": "0b9d6f4e-1c2a-4e5b-8f3d-7a6c5b4e3d21",
-         *           "paired_at": "2026-11-21T09:30:00Z",
-         *           "provisioned_at": "2026-11-20T08:00:00Z"
-         *         },
-         *         {
-         *           "device_id": "brand_b:fleet-0042",
-         *           "brand": "brand_b",
-         *           "owner_id": null,
-         *           "paired_at": null,
-         *           "provisioned_at": "2026-11-20T08:05:00Z"
-         *         }
-         *       ],
-         *       "next_cursor": null
-         *     }
-         */
-        CarList: {
-            cars: components["schemas"]["Car"][];
-            /** @description Pass as `cursor` for the next page; null on the last page. */
-            next_cursor: string | null;
         };
         /**
          * ProvisionCarRequest
@@ -3002,12 +3092,17 @@ export interface components {
          */
         AppIdPath: components["schemas"]["AppId"];
         /**
-         * @description The full prefixed device id `<brand>:<native_id>`, URL-encoded: the colon becomes `%3A`
-         *     (`brand_a%3A1HGCM82633A004352`). A malformed id is answered with 422 and a `code` of
-         *     `missing_prefix`, `unknown_brand` or `invalid_native_id`.
+         * @description Only the car with this full prefixed device id, URL-encoded (`brand_a%3A1HGCM82633A004352`)
+         *     or not (`brand_a:1HGCM82633A004352`: a `:` is allowed in a query). A malformed id is answered
+         *     with 422 and its `code`.
          * @example brand_a:1HGCM82633A004352
          */
-        DeviceIdPath: string;
+        DeviceIdQuery: string;
+        /**
+         * @description The most items one page holds.
+         * @example 50
+         */
+        PageLimit: number;
         /**
          * @description Where the page starts: the `next_cursor` of the page before, as given. Opaque; a cursor that is
          *     not one is answered with 400 `invalid_cursor`.
@@ -3015,22 +3110,17 @@ export interface components {
          */
         PageCursor: string;
         /**
-         * @description The most items one page holds.
-         * @example 50
+         * @description The full prefixed device id `<brand>:<native_id>`, URL-encoded: the colon becomes `%3A`
+         *     (`brand_a%3A1HGCM82633A004352`). A malformed id is answered with 422 and a `code` of
+         *     `missing_prefix`, `unknown_brand` or `invalid_native_id`.
+         * @example brand_a:1HGCM82633A004352
          */
-        PageLimit: number;
+        DeviceIdPath: string;
         /**
          * @description The `command_id` the service gave the command.
          * @example 0b8e7c1e-3f5a-4c2d-9a41-6f0d2b7c9e15
          */
         CommandIdPath: string;
-        /**
-         * @description Only the car with this full prefixed device id, URL-encoded (`brand_a%3A1HGCM82633A004352`)
-         *     or not (`brand_a:1HGCM82633A004352`: a `:` is allowed in a query). A malformed id is answered
-         *     with 422 and its `code`.
-         * @example brand_a:1HGCM82633A004352
-         */
-        DeviceIdQuery: string;
         /** @description The brand, as its wire string (`brand_a` … `brand_d`). */
         BrandPath: components["schemas"]["Brand"];
         /** @description The connector's name within its brand, as given when it was created. */
@@ -3697,6 +3787,50 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            426: components["responses"]["UpgradeRequired"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listMyCars: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Only the car with this full prefixed device id, URL-encoded (`brand_a%3A1HGCM82633A004352`)
+                 *     or not (`brand_a:1HGCM82633A004352`: a `:` is allowed in a query). A malformed id is answered
+                 *     with 422 and its `code`.
+                 * @example brand_a:1HGCM82633A004352
+                 */
+                device_id?: components["parameters"]["DeviceIdQuery"];
+                /**
+                 * @description The most items one page holds.
+                 * @example 50
+                 */
+                limit?: components["parameters"]["PageLimit"];
+                /**
+                 * @description Where the page starts: the `next_cursor` of the page before, as given. Opaque; a cursor that is
+                 *     not one is answered with 400 `invalid_cursor`.
+                 * @example WyIyMDI2LTExLTIwVDA4OjAwOjAwLjAwMFoiLCJicmFuZF9hOjFIR0NNODI2MzNBMDA0MzUyIl0
+                 */
+                cursor?: components["parameters"]["PageCursor"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of the caller's cars, most recently provisioned first. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CarList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            422: components["responses"]["UnprocessableDeviceId"];
             426: components["responses"]["UpgradeRequired"];
             503: components["responses"]["ServiceUnavailable"];
         };

@@ -33,6 +33,7 @@ export const routes = {
   rotateSigningKeys: { method: 'post', openapiPath: '/api/v1/admin/signing-keys/rotate', expressPath: '/api/v1/admin/signing-keys/rotate', security: ['bearerAuth'], adminOnly: true },
   createLoginChallenge: { method: 'post', openapiPath: '/api/v1/auth/challenges', expressPath: '/api/v1/auth/challenges', security: [], adminOnly: false },
   createAccessToken: { method: 'post', openapiPath: '/api/v1/auth/tokens', expressPath: '/api/v1/auth/tokens', security: [], adminOnly: false },
+  listMyCars: { method: 'get', openapiPath: '/api/v1/cars', expressPath: '/api/v1/cars', security: ['bearerAuth'], adminOnly: false },
   listCarCommands: { method: 'get', openapiPath: '/api/v1/cars/{device_id}/commands', expressPath: '/api/v1/cars/:device_id/commands', security: ['bearerAuth'], adminOnly: false },
   createCarCommand: { method: 'post', openapiPath: '/api/v1/cars/{device_id}/commands', expressPath: '/api/v1/cars/:device_id/commands', security: ['bearerAuth'], adminOnly: false },
   getCarCommand: { method: 'get', openapiPath: '/api/v1/cars/{device_id}/commands/{command_id}', expressPath: '/api/v1/cars/:device_id/commands/:command_id', security: ['bearerAuth'], adminOnly: false },

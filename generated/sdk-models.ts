@@ -88,7 +88,7 @@ export function toCar(wire: Wire['Car']): Car {
 }
 
 export interface CarList {
-  cars: Car[];
+  cars: CarSummary[];
   /** Pass as `cursor` for the next page; null on the last page. `next_cursor` on the wire. */
   nextCursor: string | null;
 }
@@ -96,7 +96,7 @@ export interface CarList {
 /** The CarList model of the service's `CarList` answer. */
 export function toCarList(wire: Wire['CarList']): CarList {
   return {
-    cars: wire.cars.map((item) => toCar(item)),
+    cars: wire.cars.map((item) => toCarSummary(item)),
     nextCursor: wire.next_cursor,
   };
 }
@@ -124,6 +124,42 @@ export function toCarStatus(wire: Wire['CarStatus']): CarStatus {
     online: wire.online,
     lastSeen: wire.last_seen,
     state: wire.state,
+    reportedAt: wire.reported_at,
+  };
+}
+
+/** A car as the lists of cars show it: the car and who owns it (the fields of `Car`), whether it is connected (as `CarStatus` says), and the mini-apps it said it runs in its last `status` report (as `Install` says). */
+export interface CarSummary {
+  /** `device_id` on the wire. */
+  deviceId: string;
+  brand: Brand;
+  /** The account the car is paired with; null when unpaired. `owner_id` on the wire. */
+  ownerId: string | null;
+  /** `paired_at` on the wire. */
+  pairedAt: string | null;
+  /** `provisioned_at` on the wire. */
+  provisionedAt: string;
+  /** From the car's retained `presence` message; false until it has said `online`. */
+  online: boolean;
+  /** The last live message of any kind from the car; null when never. `last_seen` on the wire. */
+  lastSeen: string | null;
+  /** As the car last reported them; empty before its first report. `installed_apps` on the wire. */
+  installedApps: InstalledApp[];
+  /** When the car made its last `status` report; null before the first. `reported_at` on the wire. */
+  reportedAt: string | null;
+}
+
+/** The CarSummary model of the service's `CarSummary` answer. */
+export function toCarSummary(wire: Wire['CarSummary']): CarSummary {
+  return {
+    deviceId: wire.device_id,
+    brand: wire.brand,
+    ownerId: wire.owner_id,
+    pairedAt: wire.paired_at,
+    provisionedAt: wire.provisioned_at,
+    online: wire.online,
+    lastSeen: wire.last_seen,
+    installedApps: wire.installed_apps.map((item) => toInstalledApp(item)),
     reportedAt: wire.reported_at,
   };
 }

@@ -3,12 +3,16 @@ import type { components } from '@svc/sdk';
 import { useEffect, useState } from 'preact/hooks';
 import { api, ask, sessionEndedMessage } from './api.ts';
 import { MyMiniApps } from './pages/apps.tsx';
+import { CarPage } from './pages/car.tsx';
+import { BrandConnectors } from './pages/connectors.tsx';
+import { Fleet } from './pages/fleet.tsx';
 import { SshKeys } from './pages/keys.tsx';
+import { MyCars } from './pages/my-cars.tsx';
 import { ReviewQueuePage } from './pages/review.tsx';
 import { SignIn } from './pages/sign-in.tsx';
 import { SignUp } from './pages/sign-up.tsx';
 import { Alert, Link, PageHeading } from './parts.tsx';
-import { currentPage, followLink, navigate, type PagePath, pages, usePage } from './router.ts';
+import { currentPage, followLink, navigate, type PagePath, pages, usePage, usePageState } from './router.ts';
 import { session } from './session.ts';
 
 type Account = components['schemas']['Account'];
@@ -20,10 +24,25 @@ const pageNames: Partial<Record<PagePath, string>> = {
   [pages.keys]: 'SSH keys',
   [pages.apps]: 'My mini-apps',
   [pages.review]: 'the review queue',
+  [pages.cars]: 'My cars',
+  [pages.car]: 'a car',
+  [pages.fleet]: 'the fleet',
+  [pages.connectors]: 'brand connectors',
+};
+
+/** Admin pages, and what the one who is not an admin is told there. */
+const adminPages: Partial<Record<PagePath, { title: string; why: string }>> = {
+  [pages.review]: {
+    title: 'Review queue',
+    why: 'Only admins review mini-apps.',
+  },
+  [pages.fleet]: { title: 'Fleet', why: 'Only admins provision cars.' },
+  [pages.connectors]: { title: 'Brand connectors', why: 'Only admins make brand connectors.' },
 };
 
 export function App() {
   const page = usePage();
+  const { deviceId } = usePageState();
   const [account, setAccount] = useState<Account>();
   const [notice, setNotice] = useState<string>();
   const [problem, setProblem] = useState<string>();
@@ -108,10 +127,29 @@ export function App() {
                   My mini-apps
                 </NavLink>
               </li>
+              <li>
+                <NavLink to={pages.cars} current={page}>
+                  My cars
+                </NavLink>
+              </li>
               {isAdmin && (
                 <li>
                   <NavLink to={pages.review} current={page}>
                     Review queue
+                  </NavLink>
+                </li>
+              )}
+              {isAdmin && (
+                <li>
+                  <NavLink to={pages.fleet} current={page}>
+                    Fleet
+                  </NavLink>
+                </li>
+              )}
+              {isAdmin && (
+                <li>
+                  <NavLink to={pages.connectors} current={page}>
+                    Brand connectors
                   </NavLink>
                 </li>
               )}
@@ -133,7 +171,12 @@ export function App() {
         {wanted === pages.signUp && <SignUp onSignedIn={signedInNow} />}
         {wanted === pages.keys && <SshKeys />}
         {wanted === pages.apps && <MyMiniApps />}
-        {wanted === pages.review && account && (isAdmin ? <ReviewQueuePage /> : <NotAnAdmin />)}
+        {wanted === pages.cars && account && <MyCars account={account} isAdmin={isAdmin} />}
+        {wanted === pages.car && <CarPage deviceId={deviceId} />}
+        {wanted && adminPages[wanted] && account && !isAdmin && <NotAnAdmin page={wanted} />}
+        {isAdmin && wanted === pages.review && <ReviewQueuePage />}
+        {isAdmin && wanted === pages.fleet && <Fleet />}
+        {isAdmin && wanted === pages.connectors && <BrandConnectors />}
         {page === undefined && <PageNotFound signedIn={signedIn} />}
       </div>
     </>
@@ -177,14 +220,12 @@ function PageNotFound({ signedIn }: { signedIn: boolean }) {
   );
 }
 
-function NotAnAdmin() {
+function NotAnAdmin({ page }: { page: PagePath }) {
+  const { title, why } = adminPages[page] ?? { title: 'Admins only', why: 'Only admins open this page.' };
   return (
     <main>
-      <PageHeading title="Review queue">Review queue</PageHeading>
-      <p>
-        Only admins review mini-apps. The service's operator names them (see docs/getting-started.md,
-        "Admins").
-      </p>
+      <PageHeading title={title}>{title}</PageHeading>
+      <p>{why} The service's operator names them (see docs/getting-started.md, "Admins").</p>
     </main>
   );
 }

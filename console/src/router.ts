@@ -8,17 +8,43 @@ export const pages = {
   keys: '/console/keys',
   apps: '/console/apps',
   review: '/console/review',
+  cars: '/console/cars',
+  /** One car: which one is in the history entry's state, never in the address (a device id is masked on screen). */
+  car: '/console/car',
+  fleet: '/console/fleet',
+  connectors: '/console/connectors',
 } as const;
 
 export type PagePath = (typeof pages)[keyof typeof pages];
 
 const navigated = 'svc:navigated';
 
-export function navigate(path: PagePath, options: { replace?: boolean } = {}): void {
-  if (location.pathname === path) return;
-  if (options.replace) history.replaceState(null, '', path);
-  else history.pushState(null, '', path);
+/** What a page is about beyond its path (the car a car page shows), kept in its history entry. */
+export interface PageState {
+  deviceId?: string;
+}
+
+export function navigate(path: PagePath, options: { replace?: boolean; state?: PageState } = {}): void {
+  const state = options.state ?? null;
+  if (location.pathname === path && JSON.stringify(history.state) === JSON.stringify(state)) return;
+  if (options.replace) history.replaceState(state, '', path);
+  else history.pushState(state, '', path);
   dispatchEvent(new Event(navigated));
+}
+
+/** The history entry's state: kept by Back, Forward and a reload, and lost in a new tab. */
+export function usePageState(): PageState {
+  const [state, setState] = useState<PageState>(() => history.state ?? {});
+  useEffect(() => {
+    const update = () => setState(history.state ?? {});
+    addEventListener('popstate', update);
+    addEventListener(navigated, update);
+    return () => {
+      removeEventListener('popstate', update);
+      removeEventListener(navigated, update);
+    };
+  }, []);
+  return state;
 }
 
 /** The page's path, or undefined for one the console does not have. */
@@ -42,8 +68,8 @@ export function usePage(): PagePath | undefined {
 }
 
 /** A link to a page that changes it in place, as a plain link would with a new load. */
-export function followLink(event: MouseEvent, path: PagePath): void {
+export function followLink(event: MouseEvent, path: PagePath, state?: PageState): void {
   if (event.button !== 0 || event.metaKey || event.ctrlKey || event.shiftKey || event.altKey) return;
   event.preventDefault();
-  navigate(path);
+  navigate(path, state ? { state } : {});
 }

@@ -80,7 +80,9 @@ for (const store of ['sql', 'redis'] as const) {
 
         const listed = await asAdmin('GET', `/api/v1/admin/cars?device_id=${encodeURIComponent(deviceId)}`);
         assert.equal(listed.status, 200);
-        assert.deepEqual(listed.body, { cars: [made.body.car], next_cursor: null });
+        // Listed with what a list shows of a car: never connected, nothing reported yet.
+        const never = { online: false, last_seen: null, installed_apps: [], reported_at: null };
+        assert.deepEqual(listed.body, { cars: [{ ...made.body.car, ...never }], next_cursor: null });
         // A `:` is allowed in a query, as people type it.
         const typed = await asAdmin('GET', `/api/v1/admin/cars?device_id=${deviceId}`);
         assert.equal(typed.status, 200, JSON.stringify(typed.body));

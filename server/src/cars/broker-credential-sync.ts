@@ -22,7 +22,7 @@ import type { Clock } from '../clock.ts';
 import type { Logger } from '../logger.ts';
 import type { Db } from '../store/db.ts';
 import type { KeyRing } from '../store/key-encryption.ts';
-import { listCars, listConnectors } from './car-repository.ts';
+import { allDeviceIds, listConnectors } from './car-repository.ts';
 import { connectorUsername } from './car-service.ts';
 
 export function accountOf(row: Pick<BrokerCredentialRow, 'username' | 'role' | 'brand'>): BrokerAccount {
@@ -47,8 +47,7 @@ export interface SyncReport {
 /** Every provisioned car's and connector's user name. */
 async function provisionedUsernames(db: Db): Promise<Set<string>> {
   const names = new Set<string>();
-  // listCars reads a page newest first; one page larger than the fleet reads all.
-  for (const car of await listCars(db, Number.MAX_SAFE_INTEGER - 1)) names.add(car.device_id);
+  for (const deviceId of await allDeviceIds(db)) names.add(deviceId);
   for (const connector of await listConnectors(db))
     names.add(connectorUsername(connector.brand, connector.name));
   return names;

@@ -44,26 +44,66 @@ export async function deleteCar(db: Db, deviceId: string): Promise<boolean> {
   return (await db<CarRow>('cars').where({ device_id: deviceId }).delete()) > 0;
 }
 
+/** Every provisioned car's device id. */
+export async function allDeviceIds(db: Db): Promise<string[]> {
+  return db<CarRow>('cars').pluck('device_id');
+}
+
 /** Where a page of cars starts: after this car, in newest-first order. */
 export interface CarPosition {
   provisionedAt: Date;
   deviceId: string;
 }
 
-/** Newest first; `limit + 1` rows are read so the caller knows whether another page follows. */
-export async function listCars(db: Db, limit: number, after?: CarPosition): Promise<CarRow[]> {
-  const query = db<CarRow>('cars')
+/** A car with its presence and the apps of its last report; those columns are null before the first. */
+export interface CarSummaryRow extends CarRow {
+  online: boolean | null;
+  last_seen: Date | null;
+  installed_apps: { app_id: string; version: string }[] | null;
+  reported_at: Date | null;
+}
+
+function carSummaries(db: Db) {
+  return db<CarSummaryRow>('cars')
+    .leftJoin('car_presence', 'car_presence.device_id', 'cars.device_id')
+    .leftJoin('car_status_reports', 'car_status_reports.device_id', 'cars.device_id')
+    .select(
+      'cars.*',
+      'car_presence.online',
+      'car_presence.last_seen',
+      'car_status_reports.installed_apps',
+      'car_status_reports.reported_at',
+    );
+}
+
+export async function findCarSummary(db: Db, deviceId: string): Promise<CarSummaryRow | undefined> {
+  return carSummaries(db).where('cars.device_id', deviceId).first();
+}
+
+/**
+ * Newest first, every car or only `ownerId`'s; `limit + 1` rows are read so the caller knows
+ * whether another page follows.
+ */
+export async function listCars(
+  db: Db,
+  page: { limit: number; after?: CarPosition | undefined; ownerId?: string | undefined },
+): Promise<CarSummaryRow[]> {
+  const { limit, after, ownerId } = page;
+  const query = carSummaries(db)
     .orderBy([
-      { column: 'provisioned_at', order: 'desc' },
-      { column: 'device_id', order: 'desc' },
+      { column: 'cars.provisioned_at', order: 'desc' },
+      { column: 'cars.device_id', order: 'desc' },
     ])
     .limit(limit + 1);
+  if (ownerId !== undefined) query.where('cars.owner_id', ownerId);
   if (after) {
     query.where((older) =>
       older
-        .where('provisioned_at', '<', after.provisionedAt)
+        .where('cars.provisioned_at', '<', after.provisionedAt)
         .orWhere((same) =>
-          same.where('provisioned_at', '=', after.provisionedAt).andWhere('device_id', '<', after.deviceId),
+          same
+            .where('cars.provisioned_at', '=', after.provisionedAt)
+            .andWhere('cars.device_id', '<', after.deviceId),
         ),
     );
   }

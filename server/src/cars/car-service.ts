@@ -23,19 +23,22 @@ import { endPresence } from './car-report-repository.ts';
 import {
   type CarPosition,
   type CarRow,
+  type CarSummaryRow,
   type ConnectorRow,
   deleteCar,
   deleteConnector,
   findCar,
+  findCarSummary,
   findConnector,
   insertCar,
   insertConnector,
   listCars,
   listConnectors,
 } from './car-repository.ts';
-import { visibleCar } from './car-visibility.ts';
+import { maySeeCar, visibleCar } from './car-visibility.ts';
 
 export type Car = components['schemas']['Car'];
+export type CarSummary = components['schemas']['CarSummary'];
 export type Connector = components['schemas']['Connector'];
 export type MqttCredential = components['schemas']['MqttCredential'];
 
@@ -46,6 +49,17 @@ export function toApiCar(row: CarRow): Car {
     owner_id: row.owner_id,
     paired_at: row.paired_at?.toISOString() ?? null,
     provisioned_at: row.provisioned_at.toISOString(),
+  };
+}
+
+/** A car with what lists show of it: online, last seen, the apps of its last report. */
+export function toApiCarSummary(row: CarSummaryRow): CarSummary {
+  return {
+    ...toApiCar(row),
+    online: row.online ?? false,
+    last_seen: row.last_seen?.toISOString() ?? null,
+    installed_apps: row.installed_apps ?? [],
+    reported_at: row.reported_at?.toISOString() ?? null,
   };
 }
 
@@ -180,17 +194,26 @@ export function createCarService(deps: {
       return { car: toApiCar(row), mqtt };
     },
 
-    async list(query: { device_id?: string; limit?: number; cursor?: string }) {
+    /**
+     * The cars `principal` may see, a page at a time: an admin's are every car, anyone else's
+     * those they own. With `device_id`, that car alone, or none when it is not one of those.
+     */
+    async list(principal: Principal, query: { device_id?: string; limit?: number; cursor?: string }) {
       if (query.device_id !== undefined) {
-        const row = await findCar(db, query.device_id);
-        return { cars: row ? [toApiCar(row)] : [], next_cursor: null };
+        const row = await findCarSummary(db, query.device_id);
+        const seen = row && maySeeCar(principal, row);
+        return { cars: seen ? [toApiCarSummary(row)] : [], next_cursor: null };
       }
       const limit = query.limit ?? 50;
-      const rows = await listCars(db, limit, query.cursor ? decodeCursor(query.cursor) : undefined);
+      const rows = await listCars(db, {
+        limit,
+        after: query.cursor ? decodeCursor(query.cursor) : undefined,
+        ownerId: principal.isAdmin ? undefined : principal.accountId,
+      });
       const page = rows.slice(0, limit);
       const last = page.at(-1);
       return {
-        cars: page.map(toApiCar),
+        cars: page.map(toApiCarSummary),
         next_cursor: rows.length > limit && last ? encodeCursor(last) : null,
       };
     },

@@ -4,7 +4,12 @@
  * and a bare mqtt.js car that acknowledges only when the test says so.
  */
 import assert from 'node:assert/strict';
-import { type CarCredential, type Simulator, startSimulator } from '@svc/car-simulator';
+import {
+  type CarCredential,
+  type Simulator,
+  type SimulatorOptions,
+  startSimulator,
+} from '@svc/car-simulator';
 import mqtt, { type MqttClient } from 'mqtt';
 import { type CarCommand, carTopic, carTopicQos, carTopicRetain } from '../../../generated/mqtt.ts';
 import type { Developer } from './accounts.ts';
@@ -23,6 +28,8 @@ export interface WatchedSimulator extends Simulator {
 export async function startWatchedSimulator(
   mqttUrl: string,
   cars: CarCredential[],
+  /** What the cars start with (`installedApps`), and how often they send a fix, when not as here. */
+  options: Pick<SimulatorOptions, 'installedApps' | 'telemetryEveryMs'> = {},
 ): Promise<WatchedSimulator> {
   const shown: string[] = [];
   const simulator = await startSimulator({
@@ -31,6 +38,7 @@ export async function startWatchedSimulator(
     statusEveryMs: 60_000,
     telemetryEveryMs: 60_000,
     reconnectPeriodMs: 100,
+    ...options,
     output: { write: (text: string) => shown.push(...text.split('\n').filter(Boolean)) },
     warnings: quiet,
   });

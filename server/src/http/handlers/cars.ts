@@ -11,9 +11,9 @@ export function carHandlers({ cars }: Services) {
       return { status: 201, body: await cars.provision(deviceId) };
     },
 
-    listCars: async ({ query }) => {
+    listCars: async ({ query }, { principal }) => {
       if (query.device_id !== undefined) parseDeviceId(query.device_id);
-      return { status: 200, body: await cars.list(query) };
+      return { status: 200, body: await cars.list(principal, query) };
     },
 
     rotateCarCredential: async ({ params }) => {

@@ -21,6 +21,7 @@ import * as sealedSigningKeys from './20261227090000_sealed_signing_keys.ts';
 import * as brokerCredentials from './20261227100000_broker_credentials.ts';
 import * as commandClaims from './20261228090000_command_claims.ts';
 import * as appRollouts from './20261229090000_app_rollouts.ts';
+import * as carOwnerIndex from './20261230090000_car_owner_index.ts';
 
 export interface Migration {
   up(db: Knex): Promise<void>;
@@ -54,6 +55,7 @@ export const migrations: MigrationList = [
   ['20261227100000_broker_credentials', brokerCredentials],
   ['20261228090000_command_claims', commandClaims],
   ['20261229090000_app_rollouts', appRollouts],
+  ['20261230090000_car_owner_index', carOwnerIndex],
 ];
 
 export const migrationSource: Knex.MigrationSource<[string, Migration]> = {
