@@ -34,12 +34,16 @@ export function findApp(apps: MiniApp[], appId: string): MiniApp {
   );
 }
 
-/** Version `version` of the developer's app `appId`, with its id and review state. */
-export async function findVersion(session: Session, appId: string, version: string): Promise<MiniAppVersion> {
+/** Version `version` of the developer's app `appId` (its id, its review state), and the app. */
+export async function findVersion(
+  session: Session,
+  appId: string,
+  version: string,
+): Promise<{ app: MiniApp; version: MiniAppVersion }> {
   const { mini_apps: apps } = await expectOk(session, session.client.GET('/api/v1/mini-apps/mine'));
   const app = findApp(apps, appId);
   const found = app.versions.find((candidate) => candidate.version === version);
-  if (found) return found;
+  if (found) return { app, version: found };
   throw new CliError(
     `${appId} has no version ${version}: its versions are ${listed(app.versions.map((v) => v.version))}. ` +
       'A new version is submitted with `svc publish`.',

@@ -45,7 +45,8 @@ export class ReleaseCommand extends DataCommand {
     const percent = this.rollout === undefined ? undefined : parsePercent(this.rollout, '--rollout');
     const brands = this.brands === undefined ? undefined : parseBrands(this.brands);
     const session = await this.session();
-    const version = await findVersion(session, appId, this.version);
+    const { app, version } = await findVersion(session, appId, this.version);
+    const rolling = app.versions.find((v) => v.review_state === 'rolling_out');
     const refusal = whyNotReleasable(version);
     if (refusal) throw refusal;
     const released = await expectOk(
@@ -57,9 +58,10 @@ export class ReleaseCommand extends DataCommand {
             ? { to: 'published' }
             : { to: 'rolling_out', rollout: { percent, ...(brands ? { brands } : {}) } },
       }),
+      // One rollout an app at a time: a refusal while one is under way says where to see it.
       (problem, status) =>
-        status === 409 && /rollout/.test(problem.code)
-          ? `See the rollout under way with \`svc rollout status ${appId}\`: complete it or roll it back first.`
+        status === 409 && (rolling || /rollout/.test(problem.code))
+          ? `See the rollout under way${rolling ? ` (${rolling.version})` : ''} with \`svc rollout status ${appId}\`: complete it or roll it back first.`
           : undefined,
     );
     if (this.json) {

@@ -25,7 +25,7 @@ export class WithdrawCommand extends DataCommand {
     const { expectOk } = await import('../session.ts');
     const appId = checkAppId(this.appId);
     const session = await this.session();
-    const version = await findVersion(session, appId, this.version);
+    const { version } = await findVersion(session, appId, this.version);
     const refusal = whyNotWithdrawable(version);
     if (refusal) throw refusal;
     const withdrawn = await expectOk(
