@@ -1,5 +1,5 @@
 /**
- * ADR 0049: `svc` sends the credential only on the routes its table lists, and makes no other
+ * ADR 0050: `svc` sends the credential only on the routes its table lists, and makes no other
  * request. Read from the CLI's source, so that a new call fails here until the record lists it.
  */
 import assert from 'node:assert/strict';
@@ -9,7 +9,7 @@ import { describe, test } from 'vitest';
 
 const source = join(import.meta.dirname, '../src');
 
-/** docs/adr/0049-svc-network-calls.md, by route: the calls made with the credential. */
+/** docs/adr/0050-svc-network-calls.md, by route: the calls made with the credential. */
 const withCredential = [
   'GET /api/v1/dev/me',
   'GET /api/v1/mini-apps/limits',
@@ -52,7 +52,7 @@ function code(path: string): string {
     .join('\n');
 }
 
-describe('the network calls of svc (ADR 0049)', () => {
+describe('the network calls of svc (ADR 0050)', () => {
   const files = sourceFiles(source).map((path) => ({ name: relative(source, path), text: code(path) }));
 
   test('when the source is read then every call of the typed client is on a route the record lists', () => {
