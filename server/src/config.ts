@@ -290,6 +290,12 @@ export const settings = {
     parse: duration({ in: 's', atMost: '1h', why: 'commands expire only when it runs' }),
     doc: 'how often commands not final by their expiry become `expired` (and queued commands a replica missed are published); at most `1h`',
   },
+  appUpdateRate: {
+    env: 'SVC_APP_UPDATE_RATE',
+    default: '1000',
+    parse: count('1000'),
+    doc: 'how many `app.install` commands a second a replica makes at most when it moves cars to a new version of an app (a publication, a rollout move, cars coming online), so that a release to a fleet never floods the broker ([operating.md](operating.md#app-updates-and-rollouts))',
+  },
   signingKeyRotationSeconds: {
     env: 'SVC_SIGNING_KEY_ROTATION',
     default: '30d',

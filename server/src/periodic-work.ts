@@ -8,12 +8,15 @@ import type { Services } from './services.ts';
 /** How often idempotency keys past their 24 hours are deleted. */
 const idempotencySweepMs = 60 * 60 * 1000;
 
+/** How often a replica looks at every released app's cars for updates a wake-up missed. */
+const appUpdateSweepMs = 30 * 1000;
+
 /** How often a replica looks whether the signing keys are due to rotate, and deletes spent ones. */
 const signingKeyCheckMs = 60 * 1000;
 
 export function schedulePeriodicWork(
   scheduler: Scheduler,
-  services: Pick<Services, 'uploads' | 'idempotency' | 'signingKeys' | 'commandOutbox'>,
+  services: Pick<Services, 'uploads' | 'idempotency' | 'signingKeys' | 'commandOutbox' | 'appUpdates'>,
   options: {
     uploadLeaseSeconds: number;
     commandSweepSeconds: number;
@@ -41,6 +44,13 @@ export function schedulePeriodicWork(
     id: 'command-sweep',
     periodMs: options.commandSweepSeconds * 1000,
     fn: () => services.commandOutbox.sweep(),
+  });
+  // Cars an app update missed (a move made on another replica, a status that came late) are
+  // moved; the updater's own wake-ups do the rest at once.
+  scheduler.scheduleTask({
+    id: 'app-update-sweep',
+    periodMs: appUpdateSweepMs,
+    fn: () => services.appUpdates.sweep(),
   });
   // Each replica looks; the store's lock makes one rotation of their looking at once.
   scheduler.scheduleTask({

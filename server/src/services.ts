@@ -2,6 +2,7 @@
 import { createAccountService } from './accounts/account-service.ts';
 import { type AdminCode, createAdminCodeService } from './accounts/admin-codes.ts';
 import { createPasswords, type Passwords } from './accounts/passwords.ts';
+import { createAppUpdater } from './app-updates/app-updater.ts';
 import { createTokenService } from './auth/token-service.ts';
 import type { BrokerAccounts } from './broker/broker-accounts.ts';
 import type { CredentialStore } from './broker/credentials.ts';
@@ -20,6 +21,7 @@ import { createIdentityTokenService } from './identity/identity-tokens.ts';
 import { createSigningKeyService } from './identity/signing-keys.ts';
 import type { Logger } from './logger.ts';
 import { createMiniAppService } from './mini-apps/mini-app-service.ts';
+import { createRolloutService } from './mini-apps/rollout-service.ts';
 import type { BridgeHealth } from './mqtt/bridge-health.ts';
 import { createFailureLimit } from './sign-in/failure-limit.ts';
 import { createSignInService } from './sign-in/sign-in-service.ts';
@@ -77,7 +79,20 @@ export function createServices(deps: {
     }) ?? db;
   const commandLifecycle = createCommandLifecycle({ db, bridgeWriter, clock, metrics: commandMetrics });
   const storeReadiness = createStoreReadiness(db);
-  const commandOutbox = createCommandOutbox({ db, clock, logger, lifecycle: commandLifecycle });
+  const appUpdates = createAppUpdater({
+    db,
+    clock,
+    logger,
+    lifecycle: commandLifecycle,
+    ratePerSecond: config.appUpdateRate,
+  });
+  const commandOutbox = createCommandOutbox({
+    db,
+    clock,
+    logger,
+    lifecycle: commandLifecycle,
+    carOnline: appUpdates.carOnline,
+  });
   const cars = createCarService({
     db,
     clock,
@@ -93,6 +108,7 @@ export function createServices(deps: {
     bridgeWriter,
     /** Lets go of what the services hold open; the store itself is its owner's to close. */
     async close(): Promise<void> {
+      await appUpdates.stop();
       await storeReadiness.close();
       packages.close();
       if (bridgeWriter !== db) await bridgeWriter.destroy();
@@ -111,7 +127,9 @@ export function createServices(deps: {
     cars,
     carReports: createCarReportService({ db }),
     ownership: createOwnershipService({ db, clock, commands: commandLifecycle }),
-    miniApps: createMiniAppService({ db, clock, uploads }),
+    miniApps: createMiniAppService({ db, clock, uploads, onReleaseChanged: appUpdates.wake }),
+    rollouts: createRolloutService({ db, clock, onReleaseChanged: appUpdates.wake }),
+    appUpdates,
     idempotency: createIdempotencyService({ db, clock }),
     commandLifecycle,
     commandOutbox,

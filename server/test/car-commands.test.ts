@@ -135,11 +135,7 @@ describe('car commands on the embedded broker', () => {
         'unknown_command',
         /no command "pairing\.show_code"/,
       ],
-      [
-        { name: 'app.install', args: { app_id: 'com.example.parking' } },
-        'invalid_command_args',
-        /app\.install needs args\.version/,
-      ],
+      [{ name: 'app.install', args: {} }, 'invalid_command_args', /app\.install needs args\.app_id/],
       [
         { name: 'app.install', args: { app_id: 'Not An Id', version: '1.0' } },
         'invalid_command_args',
@@ -158,13 +154,18 @@ describe('car commands on the embedded broker', () => {
       assert.equal(reply.body.code, code, JSON.stringify(reply.body));
       assert.match(reply.body.detail, detail);
     }
-    const missing = await commands.send(admin.token, credential.deviceId, {
+    const missing = await commands.send(admin.token, credential.deviceId, { name: 'app.install', args: {} });
+    assert.deepEqual(missing.body.errors, [
+      { path: '/body/args/app_id', message: 'app.install needs args.app_id' },
+      { path: '/body/args/version', message: 'app.install needs args.version' },
+    ]);
+    // Without a version, the version the car should run: of an app that does not exist, none.
+    const noApp = await commands.send(admin.token, credential.deviceId, {
       name: 'app.install',
       args: { app_id: 'com.example.parking' },
     });
-    assert.deepEqual(missing.body.errors, [
-      { path: '/body/args/version', message: 'app.install needs args.version' },
-    ]);
+    assert.equal(noApp.status, 404, JSON.stringify(noApp.body));
+    assert.equal(noApp.body.code, 'app_not_found');
     for (const ttl of [0, 86_401]) {
       const reply = await commands.send(admin.token, credential.deviceId, {
         name: 'doors.lock',

@@ -12,6 +12,8 @@ const states: ReviewState[] = [
   'approved',
   'rejected',
   'published',
+  'rolling_out',
+  'rolled_back',
   'withdrawn',
   'superseded',
   'removed',
@@ -25,6 +27,9 @@ const allowed: [from: ReviewState, to: ReviewState, by: Party, reason: boolean][
   ['in_review', 'approved', 'admin', false],
   ['in_review', 'rejected', 'admin', true],
   ['approved', 'published', 'owner', false],
+  ['approved', 'rolling_out', 'owner', false],
+  ['rolling_out', 'published', 'system', false],
+  ['rolling_out', 'rolled_back', 'system', false],
   ['published', 'superseded', 'system', false],
   ['published', 'removed', 'admin', true],
 ];

@@ -53,6 +53,8 @@ export function createCommandOutbox(deps: {
   clock: Clock;
   logger: Logger;
   lifecycle: CommandLifecycle;
+  /** Told when a car says `online`, after its unfinished commands are due again (app updates). */
+  carOnline?: (deviceId: string) => void;
   options?: CommandOutboxOptions;
 }) {
   const { db, clock, logger, lifecycle } = deps;
@@ -218,6 +220,7 @@ export function createCommandOutbox(deps: {
     carOnline(deviceId: string): void {
       returningCars.add(deviceId);
       wake();
+      deps.carOnline?.(deviceId);
     },
 
     /** The bridge (re)connected: the broker may have lost what was in flight, to any car. */

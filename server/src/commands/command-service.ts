@@ -10,7 +10,7 @@ import type { Principal } from '../auth/principal.ts';
 import type { Clock } from '../clock.ts';
 import type { ParsedDeviceId } from '../device-id.ts';
 import { InputError, InvalidError, NotFoundError } from '../errors.ts';
-import { requireInstallableVersion } from '../mini-apps/published-apps.ts';
+import { installableVersionFor, requireInstallableVersion } from '../mini-apps/published-apps.ts';
 import type { Db } from '../store/db.ts';
 import type { CommandLifecycle } from './command-lifecycle.ts';
 import { commandNames, isCommandName } from './command-payload.ts';
@@ -94,11 +94,17 @@ export function createCommandService(deps: {
   const { db, clock, lifecycle, visibleCar } = deps;
 
   /**
-   * `app.install` installs only what reached the cars' store (a version in review state
-   * `published`), and only on a car of a brand that version's manifest lists.
+   * `app.install` installs only what reached the cars (a version in review state `published`, or
+   * rolling out to this car), and only on a car of a brand that version's manifest lists.
    */
-  async function checkInstallable(trx: Db, args: Record<string, unknown>, brand: string): Promise<void> {
-    await requireInstallableVersion(trx, String(args.app_id), String(args.version), brand);
+  async function checkInstallable(trx: Db, args: Record<string, unknown>, car: ParsedDeviceId) {
+    await requireInstallableVersion(trx, String(args.app_id), String(args.version), car);
+  }
+
+  /** `app.install` without a version: the version the car should run (published-apps.ts). */
+  async function withVersionFor(trx: Db, args: Record<string, unknown>, car: ParsedDeviceId) {
+    if (args.version !== undefined || typeof args.app_id !== 'string') return args;
+    return { ...args, version: await installableVersionFor(trx, args.app_id, car) };
   }
 
   /**
@@ -123,7 +129,8 @@ export function createCommandService(deps: {
   return {
     async create(principal: Principal, parsed: ParsedDeviceId, request: CommandRequest): Promise<Command> {
       const { deviceId, brand } = parsed;
-      const car = await visibleCar(principal, deviceId);
+      // The caller's car, else the 404 of a car that does not exist.
+      await visibleCar(principal, deviceId);
       const { name } = request;
       if (!isCommandName(name) || name === pairingCommand) {
         throw new InvalidError(
@@ -133,8 +140,9 @@ export function createCommandService(deps: {
         );
       }
       const ttlSeconds = request.ttl_seconds ?? defaultTtlSeconds;
-      const args = request.args ?? {};
       const made = await db.transaction(async (trx) => {
+        const asked = request.args ?? {};
+        const args = name === 'app.install' ? await withVersionFor(trx, asked, parsed) : asked;
         const row = await lifecycle.enqueue(trx, {
           car: parsed,
           name,
@@ -143,7 +151,7 @@ export function createCommandService(deps: {
           expiresAt: new Date(clock().getTime() + ttlSeconds * 1000),
         });
         // After the arguments' own check (in `enqueue`), so that a malformed one says so first.
-        if (name === 'app.install') await checkInstallable(trx, args, car.brand);
+        if (name === 'app.install') await checkInstallable(trx, args, parsed);
         return row;
       });
       return toApiCommand(made, brand);

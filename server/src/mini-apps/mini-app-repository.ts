@@ -128,3 +128,11 @@ export async function listVersionsInStates(db: Db, states: ReviewState[]): Promi
     .orderBy([{ column: 'submitted_at' }, { column: 'id' }]);
   return rows.map(versionFromDb);
 }
+
+/** The apps with a version that reaches cars (published, or rolling out). */
+export async function listReleasedAppIds(db: Db): Promise<string[]> {
+  const rows = await db('mini_app_versions')
+    .distinct('app_id')
+    .whereIn('review_state', ['published', 'rolling_out'] satisfies ReviewState[]);
+  return rows.map((row: { app_id: string }) => row.app_id);
+}

@@ -1,6 +1,7 @@
 /** Mini-apps: submitting an uploaded package as a new version, listing, and review moves. */
 import { randomUUID } from 'node:crypto';
 import type { Readable } from 'node:stream';
+import { supportedBrands } from '@svc/manifest';
 import { compareVersions, parseVersion } from '@svc/sdk';
 import type { components } from '../../../generated/openapi.ts';
 import type { Principal } from '../auth/principal.ts';
@@ -26,8 +27,10 @@ import {
 } from './mini-app-repository.ts';
 import { checkPackage } from './package-check.ts';
 import { checkMove, initialReviewState, type Party, type ReviewState } from './review.ts';
+import { findRolloutUnderWay, insertRollout } from './rollout-repository.ts';
 
 export type MiniApp = components['schemas']['MiniApp'];
+type RolloutRequest = components['schemas']['RolloutRequest'];
 export type MiniAppVersion = components['schemas']['MiniAppVersion'];
 
 /**
@@ -114,6 +117,7 @@ export interface MiniAppService {
     versionId: string,
     to: ReviewState,
     reason: string | undefined,
+    rollout?: RolloutRequest,
   ): Promise<VersionRow>;
   /** Versions waiting for review and versions live on cars (which an admin may remove). */
   reviewQueue(principal: Principal): Promise<{ waiting: VersionRow[]; published: VersionRow[] }>;
@@ -143,7 +147,95 @@ async function versionFor(
   return { version, app, parties };
 }
 
-export function createMiniAppService(deps: { db: Db; clock: Clock; uploads: UploadService }): MiniAppService {
+/** A rollout goes with `rolling_out`, and with nothing else. */
+function checkRolloutAsked(to: ReviewState, rollout: RolloutRequest | undefined): void {
+  if (to === 'rolling_out' && !rollout) {
+    throw new InvalidError(
+      'rollout_required',
+      'Moving a version to rolling_out needs a rollout: give `rollout: {percent}` (svc release --rollout <percent>).',
+    );
+  }
+  if (to !== 'rolling_out' && rollout) {
+    throw new InvalidError(
+      'rollout_not_expected',
+      `A rollout goes only with the move to rolling_out, not with ${to}.`,
+    );
+  }
+}
+
+/** One rollout an app at a time: a release waits for the one under way to end. */
+async function refuseWhileRollingOut(trx: Db, appId: string): Promise<void> {
+  const underWay = await findRolloutUnderWay(trx, appId);
+  if (!underWay) return;
+  const rolling = await findVersion(trx, underWay.version_id);
+  throw new ConflictError(
+    'rollout_in_progress',
+    `${appId} ${rolling?.version ?? ''} is rolling out (${underWay.state}, ${underWay.percent} %): complete it or roll it back first (svc rollout complete|rollback ${appId}).`,
+  );
+}
+
+/** No version goes live below one that is live already. */
+function refuseOlderThanLive(version: VersionRow, live: readonly VersionRow[]): void {
+  const newer = live.find(
+    (other) =>
+      isVersion(other.version) &&
+      isVersion(version.version) &&
+      compareVersions(other.version, version.version) > 0,
+  );
+  if (newer) {
+    throw new ConflictError(
+      'newer_version_live',
+      `${version.app_id} ${newer.version} is live, which is newer than ${version.version}: publish a newer version instead.`,
+    );
+  }
+}
+
+/** The versions live before are `superseded`: a newer one is published, or its rollout completed. */
+export async function supersede(trx: Db, live: readonly VersionRow[], now: Date): Promise<void> {
+  for (const superseded of live) {
+    checkMove(superseded.review_state, 'superseded', new Set(['system']), undefined);
+    await updateVersionState(trx, superseded.id, {
+      review_state: 'superseded',
+      reason: null,
+      updated_at: now,
+    });
+  }
+}
+
+async function startRollout(
+  trx: Db,
+  input: { version: VersionRow; previous: VersionRow | undefined; rollout: RolloutRequest; now: Date },
+): Promise<void> {
+  const { version, rollout, now } = input;
+  const listed = supportedBrands(version.manifest);
+  const unlisted = (rollout.brands ?? []).filter((brand) => !listed.includes(brand));
+  if (unlisted.length > 0) {
+    throw new InvalidError(
+      'brand_not_in_manifest',
+      `${version.app_id} ${version.version} runs on ${listed.join(', ')} only (its manifest), not on ${unlisted.join(', ')}: roll it out to brands its manifest lists.`,
+      { errors: [{ path: '/body/rollout/brands', message: `must be among ${listed.join(', ')}` }] },
+    );
+  }
+  await insertRollout(trx, {
+    id: randomUUID(),
+    app_id: version.app_id,
+    version_id: version.id,
+    previous_version_id: input.previous?.id ?? null,
+    percent: rollout.percent,
+    brands: rollout.brands ?? null,
+    state: 'active',
+    created_at: now,
+    updated_at: now,
+  });
+}
+
+export function createMiniAppService(deps: {
+  db: Db;
+  clock: Clock;
+  uploads: UploadService;
+  /** What reaches cars of the app changed (committed): the app updater moves the cars. */
+  onReleaseChanged?: (appId: string) => void;
+}): MiniAppService {
   const { db, clock, uploads } = deps;
 
   /** Checks and records the submission; throws the refusal, a DomainError. */
@@ -224,35 +316,24 @@ export function createMiniAppService(deps: { db: Db; clock: Clock; uploads: Uplo
       );
     },
 
-    async transition(principal, versionId, to, reason) {
-      return db.transaction(async (trx) => {
+    async transition(principal, versionId, to, reason, rollout) {
+      checkRolloutAsked(to, rollout);
+      const moved = await db.transaction(async (trx) => {
         const { version, app, parties } = await versionFor(trx, principal, versionId, { lock: true });
         const move = checkMove(version.review_state, to, parties, reason);
         const now = clock();
-        if (move.to === 'published') {
-          // The app's row is the lock publishes of one app queue on, so two cannot both go live.
+        if (move.to === 'published' || move.to === 'rolling_out') {
+          // The app's row is the lock releases of one app queue on, so two cannot both go live.
           await lockApp(trx, app.id);
+          await refuseWhileRollingOut(trx, app.id);
           const live = await findPublished(trx, app.id, version.id);
-          const newer = live.find(
-            (other) =>
-              isVersion(other.version) &&
-              isVersion(version.version) &&
-              compareVersions(other.version, version.version) > 0,
-          );
-          if (newer) {
-            throw new ConflictError(
-              'newer_version_live',
-              `${app.id} ${newer.version} is live, which is newer than ${version.version}: publish a newer version instead.`,
-            );
-          }
-          // Publishing a version supersedes the one that was live.
-          for (const superseded of live) {
-            checkMove(superseded.review_state, 'superseded', new Set(['system']), undefined);
-            await updateVersionState(trx, superseded.id, {
-              review_state: 'superseded',
-              reason: null,
-              updated_at: now,
-            });
+          refuseOlderThanLive(version, live);
+          if (move.to === 'published') {
+            // Publishing a version supersedes the one that was live.
+            await supersede(trx, live, now);
+          } else if (rollout) {
+            // The version live stays so for the cars outside the rollout, until it completes.
+            await startRollout(trx, { version, previous: live[0], rollout, now });
           }
         }
         await touchApp(trx, app.id, { updated_at: now });
@@ -262,6 +343,10 @@ export function createMiniAppService(deps: { db: Db; clock: Clock; uploads: Uplo
           updated_at: now,
         });
       });
+      if (moved.review_state === 'published' || moved.review_state === 'rolling_out') {
+        deps.onReleaseChanged?.(moved.app_id);
+      }
+      return moved;
     },
 
     async reviewQueue(principal) {

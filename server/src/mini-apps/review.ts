@@ -24,6 +24,10 @@ export const reviewMoves: readonly ReviewMove[] = [
   { from: ['in_review'], to: 'approved', by: 'admin', reasonRequired: false },
   { from: ['in_review'], to: 'rejected', by: 'admin', reasonRequired: true },
   { from: ['approved'], to: 'published', by: 'owner', reasonRequired: false },
+  // A staged rollout (rollout-service.ts): the version reaches the rollout's share of the cars.
+  { from: ['approved'], to: 'rolling_out', by: 'owner', reasonRequired: false },
+  { from: ['rolling_out'], to: 'published', by: 'system', reasonRequired: false },
+  { from: ['rolling_out'], to: 'rolled_back', by: 'system', reasonRequired: false },
   { from: ['published'], to: 'superseded', by: 'system', reasonRequired: false },
   { from: ['published'], to: 'removed', by: 'admin', reasonRequired: true },
 ];

@@ -12,6 +12,7 @@ import { developerHandlers } from './developer.ts';
 import { identityHandlers } from './identity.ts';
 import { miniAppHandlers } from './mini-apps.ts';
 import { operationHandlers } from './operations.ts';
+import { rolloutHandlers } from './rollouts.ts';
 import { signInHandlers } from './sign-in.ts';
 
 export function createHandlers(services: Services): Handlers {
@@ -23,6 +24,7 @@ export function createHandlers(services: Services): Handlers {
       ...accountHandlers(services),
       ...developerHandlers(services),
       ...miniAppHandlers(services),
+      ...rolloutHandlers(services),
       ...carHandlers(services),
       ...carReadHandlers(services),
       ...carOwnerHandlers(services),

@@ -34,7 +34,9 @@ export function miniAppHandlers({ uploads, miniApps, config }: Services) {
 
     transitionMiniAppVersion: async ({ params, body }, { principal }) => ({
       status: 200,
-      body: toApiVersion(await miniApps.transition(principal, params.version_id, body.to, body.reason)),
+      body: toApiVersion(
+        await miniApps.transition(principal, params.version_id, body.to, body.reason, body.rollout),
+      ),
     }),
 
     downloadMiniAppPackage: async ({ params }, { principal }) => {

@@ -20,6 +20,7 @@ import * as migrationReleases from './20261226090000_migration_releases.ts';
 import * as sealedSigningKeys from './20261227090000_sealed_signing_keys.ts';
 import * as brokerCredentials from './20261227100000_broker_credentials.ts';
 import * as commandClaims from './20261228090000_command_claims.ts';
+import * as appRollouts from './20261229090000_app_rollouts.ts';
 
 export interface Migration {
   up(db: Knex): Promise<void>;
@@ -52,6 +53,7 @@ export const migrations: MigrationList = [
   ['20261227090000_sealed_signing_keys', sealedSigningKeys],
   ['20261227100000_broker_credentials', brokerCredentials],
   ['20261228090000_command_claims', commandClaims],
+  ['20261229090000_app_rollouts', appRollouts],
 ];
 
 export const migrationSource: Knex.MigrationSource<[string, Migration]> = {

@@ -1,0 +1,55 @@
+/**
+ * A rollout's progress: the cars in it counted by where its version stands on each (RolloutProgress
+ * in the contract), read from the cars' status reports and their latest install of the app. No
+ * device id leaves here: a developer sees how many, not which (docs/adr/0049).
+ */
+import { parseDeviceId } from '../device-id.ts';
+import { findVersion } from '../mini-apps/mini-app-repository.ts';
+import { rolloutReaches } from '../mini-apps/published-apps.ts';
+import type { RolloutProgress, RolloutView } from '../mini-apps/rollout-service.ts';
+import type { Db } from '../store/db.ts';
+import { type CarRunningApp, carsRunningApp } from './cars-running-app.ts';
+
+type Standing = Exclude<keyof RolloutProgress, 'eligible'>;
+
+function standingOf(car: CarRunningApp, version: string): Standing {
+  if (car.installed_version === version) return 'installed';
+  if (car.command_version !== version) return 'waiting';
+  switch (car.command_state) {
+    case 'completed':
+      return 'installed';
+    case 'queued':
+      return 'queued';
+    case 'sent':
+    case 'accepted':
+      return 'sent';
+    case 'failed':
+    case 'rejected':
+      return 'failed';
+    case 'expired':
+      return 'expired';
+    default:
+      return 'waiting';
+  }
+}
+
+export async function rolloutProgress(db: Db, view: RolloutView): Promise<RolloutProgress> {
+  const progress: RolloutProgress = {
+    eligible: 0,
+    waiting: 0,
+    queued: 0,
+    sent: 0,
+    installed: 0,
+    failed: 0,
+    expired: 0,
+  };
+  const version = await findVersion(db, view.row.version_id);
+  if (!version) return progress;
+  const rollout = { row: view.row, version };
+  for (const car of await carsRunningApp(db, view.row.app_id)) {
+    if (!rolloutReaches(rollout, parseDeviceId(car.device_id))) continue;
+    progress.eligible += 1;
+    progress[standingOf(car, version.version)] += 1;
+  }
+  return progress;
+}
