@@ -43,10 +43,10 @@ export function rolloutAdvice(appId: string): Advice {
   return (problem) =>
     ({
       no_rollout: `Start one with \`svc release ${appId} <version> --rollout <percent>\`.`,
-      rollout_ended: `See how it ended with \`svc rollout status ${appId}\`; a new rollout starts with \`svc release\`.`,
-      rollout_paused: `Resume it first with \`svc rollout resume ${appId}\`.`,
-      rollout_not_paused: `It is not paused: see it with \`svc rollout status ${appId}\`.`,
-      percent_only_grows: `To take the version back from the cars that got it, run \`svc rollout rollback ${appId}\`.`,
+      rollout_ended: `See how it ended: \`svc rollout status ${appId}\`.`,
+      rollout_paused: `Resume it with \`svc rollout resume ${appId}\`.`,
+      rollout_not_paused: `See where it stands: \`svc rollout status ${appId}\`.`,
+      percent_only_grows: `Roll back instead: \`svc rollout rollback ${appId}\`.`,
     })[problem.code];
 }
 

@@ -252,7 +252,7 @@ describe('svc release, withdraw and rollout', () => {
       'GET /api/v1/mini-apps/mine': { status: 200, body: mine(approved) },
       [transitions]: problem(
         409,
-        'rollout_under_way',
+        'rollout_in_progress',
         'com.example.hello-car 1.0.5 is rolling out: complete it or roll it back first.',
       ),
     };
@@ -260,7 +260,7 @@ describe('svc release, withdraw and rollout', () => {
     assert.equal(run.code, 1);
     assert.match(
       run.stderr,
-      /^svc: com\.example\.hello-car 1\.0\.5 is rolling out: complete it or roll it back first\. \(rollout_under_way, HTTP 409\)\n {2}See the rollout under way with `svc rollout status com\.example\.hello-car`/,
+      /^svc: com\.example\.hello-car 1\.0\.5 is rolling out: complete it or roll it back first\. \(rollout_in_progress, HTTP 409\)\n {2}See the rollout: `svc rollout status com\.example\.hello-car`\.\n$/,
     );
   });
 
@@ -357,12 +357,12 @@ describe('svc release, withdraw and rollout', () => {
       [
         ['set', '5', appId],
         problem(409, 'percent_only_grows', 'The rollout is at 10 %: a percentage only grows.'),
-        /a percentage only grows\. \(percent_only_grows, HTTP 409\)\n {2}To take the version back .* `svc rollout rollback com\.example\.hello-car`/,
+        /a percentage only grows\. \(percent_only_grows, HTTP 409\)\n {2}Roll back instead: `svc rollout rollback com\.example\.hello-car`/,
       ],
       [
         ['pause', appId],
         problem(409, 'rollout_paused', 'The rollout is paused.'),
-        /The rollout is paused\. \(rollout_paused, HTTP 409\)\n {2}Resume it first with `svc rollout resume com\.example\.hello-car`/,
+        /The rollout is paused\. \(rollout_paused, HTTP 409\)\n {2}Resume it with `svc rollout resume com\.example\.hello-car`/,
       ],
       [
         ['resume', appId],
@@ -372,7 +372,7 @@ describe('svc release, withdraw and rollout', () => {
       [
         ['complete', appId],
         problem(409, 'rollout_ended', 'The rollout has completed.'),
-        /has completed\. \(rollout_ended, HTTP 409\)\n {2}See how it ended with `svc rollout status com\.example\.hello-car`/,
+        /has completed\. \(rollout_ended, HTTP 409\)\n {2}See how it ended: `svc rollout status com\.example\.hello-car`/,
       ],
     ];
     for (const [args, reply, message] of cases) {

@@ -119,13 +119,16 @@ describe('releasing and rolling out with svc, end to end', () => {
   test('when a second version is released while a rollout is under way then the service refuses it (409), and svc shows its detail', async () => {
     const appId = 'com.example.staged';
     await appWith(appId, [['1.2.0', 'approved']]);
-    const run = await runSvc(['release', appId, '1.2.0', '--rollout', '5'], env);
-    assert.equal(run.code, 1, run.stdout);
-    assert.match(run.stderr, /^svc: .+ \(\w+, HTTP 409\)\n/);
-    assert.match(
-      run.stderr,
-      /See the rollout under way \(1\.1\.0\) with `svc rollout status com\.example\.staged`/,
-    );
+    // Another rollout, or a release to every car (ADR 0049: both 409 rollout_in_progress).
+    for (const args of [['--rollout', '5'], []]) {
+      const run = await runSvc(['release', appId, '1.2.0', ...args], env);
+      assert.equal(run.code, 1, `${args.join(' ')}: ${run.stdout}`);
+      assert.match(run.stderr, /^svc: .+ \(rollout_in_progress, HTTP 409\)\n/, args.join(' '));
+      assert.match(
+        run.stderr,
+        /\n {2}See the rollout of 1\.1\.0: `svc rollout status com\.example\.staged`\.\n$/,
+      );
+    }
     assert.equal((await statusOf(appId)).states['1.2.0'], 'approved', 'nothing moved');
   });
 
@@ -177,14 +180,18 @@ describe('releasing and rolling out with svc, end to end', () => {
     assert.equal(raised.code, 0, raised.stderr);
     assert.match(raised.stdout, /now reaches 50 % of the eligible cars/);
     assert.equal((await rolloutOf(appId)).percent, 50);
-    await refused(['set', '20', appId], 'percent_only_grows', /svc rollout rollback com\.example\.staged/);
+    await refused(
+      ['set', '20', appId],
+      'percent_only_grows',
+      /Roll back instead: `svc rollout rollback com\.example\.staged`/,
+    );
 
     const paused = await move('pause', appId);
     assert.equal(paused.code, 0, paused.stderr);
     assert.match(paused.stdout, /^Paused the rollout of com\.example\.staged 1\.1\.0 at 50 %/);
     assert.equal((await rolloutOf(appId)).state, 'paused');
-    await refused(['pause', appId], 'rollout_paused', /Resume it first with `svc rollout resume/);
-    await refused(['set', '60', appId], 'rollout_paused', /Resume it first/);
+    await refused(['pause', appId], 'rollout_paused', /Resume it with `svc rollout resume/);
+    await refused(['set', '60', appId], 'rollout_paused', /Resume it with/);
 
     const resumed = await move('resume', appId, '--json');
     assert.equal(resumed.code, 0, resumed.stderr);
@@ -199,7 +206,7 @@ describe('releasing and rolling out with svc, end to end', () => {
       live: '1.1.0',
       states: { '1.2.0': 'approved', '1.1.0': 'published', '1.0.0': 'superseded' },
     });
-    await refused(['complete', appId], 'rollout_ended', /See how it ended with `svc rollout status/);
+    await refused(['complete', appId], 'rollout_ended', /See how it ended: `svc rollout status/);
     await refused(['rollback', appId, '--yes'], 'rollout_ended', /svc rollout status/);
 
     // A watch of an ended rollout with nothing on its way has nothing to wait for.

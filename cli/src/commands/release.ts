@@ -61,7 +61,7 @@ export class ReleaseCommand extends DataCommand {
       // One rollout an app at a time: a refusal while one is under way says where to see it.
       (problem, status) =>
         status === 409 && (rolling || /rollout/.test(problem.code))
-          ? `See the rollout under way${rolling ? ` (${rolling.version})` : ''} with \`svc rollout status ${appId}\`: complete it or roll it back first.`
+          ? `See the rollout${rolling ? ` of ${rolling.version}` : ''}: \`svc rollout status ${appId}\`.`
           : undefined,
     );
     if (this.json) {
