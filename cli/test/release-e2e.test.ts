@@ -1,16 +1,19 @@
 /**
  * Issue 27, point 3, end to end: `svc release`, `svc rollout …` and `svc withdraw` against the
- * real service (in this process, on the test's store), with versions an admin approved. The
- * refusals a person meets before any request are in release-commands.test.ts.
+ * real service (in this process, on the test's store and its embedded broker), with versions an
+ * admin approved and, for the progress table, simulated cars that run the app. The refusals a
+ * person meets before any request are in release-commands.test.ts.
  */
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { provisionCars, type Simulator, startSimulator } from '@svc/car-simulator';
 import { afterAll, beforeAll, describe, test } from 'vitest';
 import { type Developer, signUpAdmin, signUpDeveloper } from '../../server/test/support/accounts.ts';
-import { publishMiniApp } from '../../server/test/support/commands.ts';
+import { carPath, publishMiniApp } from '../../server/test/support/commands.ts';
+import { call, eventually } from '../../server/test/support/http.ts';
 import { startTestService, type TestService } from '../../server/test/support/service.ts';
 import { runSvc } from './support/run-svc.ts';
 import { svc, svcBinary, userEnv } from './support/svc.ts';
@@ -23,6 +26,7 @@ describe('releasing and rolling out with svc, end to end', () => {
   let admin: Developer;
   let developer: Developer;
   let env: NodeJS.ProcessEnv;
+  const simulators: Simulator[] = [];
 
   /** A new app of the developer's with `versions` in order, each taken as far as its state says. */
   async function appWith(appId: string, versions: [string, 'submitted' | 'approved' | 'published'][]) {
@@ -59,6 +63,7 @@ describe('releasing and rolling out with svc, end to end', () => {
   });
 
   afterAll(async () => {
+    await Promise.all(simulators.map((simulator) => simulator.stop()));
     await service?.stop();
     rmSync(home, { recursive: true, force: true });
   });
@@ -296,5 +301,49 @@ describe('releasing and rolling out with svc, end to end', () => {
     const release = await runSvc(['release', appId, '0.1.0'], env);
     assert.equal(release.code, 1);
     assert.match(release.stderr, /0\.1\.0 was withdrawn from review: raise the version/);
+  });
+
+  test('when simulated cars run the app then the rollout table counts them, and the watch ends once they all have the version and the rollout completed', async () => {
+    const appId = 'com.example.fleet';
+    await appWith(appId, [['1.0.0', 'published']]);
+    const cars = await provisionCars({ apiUrl: service.url, token: admin.token, count: 4, brand: 'brand_a' });
+    const quiet = { write: () => true };
+    const simulator = await startSimulator({
+      mqttUrl: service.mqttUrl,
+      cars,
+      installedApps: [{ app_id: appId, version: '1.0.0' }],
+      statusEveryMs: 60_000,
+      telemetryEveryMs: 60_000,
+      reconnectPeriodMs: 100,
+      output: quiet,
+      warnings: quiet,
+    });
+    simulators.push(simulator);
+    await eventually('the cars reported the app', async () => {
+      const installs = await Promise.all(
+        cars.map((car) => call(service.url, 'GET', carPath(car.deviceId, 'install'), { token: admin.token })),
+      );
+      return installs.every((install) => install.body.installed_apps?.length === 1);
+    });
+    await appWith(appId, [['1.1.0', 'approved']]);
+
+    const released = await runSvc(['release', appId, '1.1.0', '--rollout', '100'], env);
+    assert.equal(released.code, 0, released.stderr);
+    await eventually(
+      'every car has 1.1.0 installed',
+      async () => (await rolloutOf(appId)).progress.installed === 4,
+      20_000,
+    );
+    const shown = await runSvc(['rollout', 'status', appId], env);
+    assert.match(
+      shown.stdout,
+      /^ELIGIBLE +WAITING +QUEUED +SENT +INSTALLED +FAILED +EXPIRED\n4 +0 +0 +0 +4 +0 +0$/m,
+    );
+
+    const completed = await runSvc(['rollout', 'complete', appId], env);
+    assert.equal(completed.code, 0, completed.stderr);
+    const watched = await svc(['rollout', 'status', appId, '--watch'], env);
+    assert.equal(watched.code, 0, watched.stderr);
+    assert.match(watched.stdout, /STATE +completed[\s\S]*\n4 +0 +0 +0 +4 +0 +0\n$/);
   });
 });
