@@ -10,9 +10,18 @@ import { KeysRemoveCommand } from './commands/keys/remove.ts';
 import { LoginCommand } from './commands/login.ts';
 import { LogoutCommand } from './commands/logout.ts';
 import { PublishCommand } from './commands/publish.ts';
+import { ReleaseCommand } from './commands/release.ts';
+import { RolloutCompleteCommand } from './commands/rollout/complete.ts';
+import { RolloutCommand } from './commands/rollout/index.ts';
+import { RolloutPauseCommand } from './commands/rollout/pause.ts';
+import { RolloutResumeCommand } from './commands/rollout/resume.ts';
+import { RolloutRollbackCommand } from './commands/rollout/rollback.ts';
+import { RolloutSetCommand } from './commands/rollout/set.ts';
+import { RolloutStatusCommand } from './commands/rollout/status.ts';
 import { StatusCommand } from './commands/status.ts';
 import { UpgradeCommand } from './commands/upgrade.ts';
 import { WhoamiCommand } from './commands/whoami.ts';
+import { WithdrawCommand } from './commands/withdraw.ts';
 import type { SvcContext } from './context.ts';
 import { ExitCode } from './errors.ts';
 import { cliVersion } from './version.ts';
@@ -21,11 +30,13 @@ import { cliVersion } from './version.ts';
 const placeholders: Record<string, string> = {
   '--allow-origin': '<origin>',
   '--api-url': '<url>',
+  '--brands': '<brand,…>',
   '--car': '<device_id>',
   '--key': '<path>',
   '--locale': '<tag>',
   '--passphrase': '<passphrase>',
   '--port': '<n>',
+  '--rollout': '<percent>',
   '--title': '<title>',
 };
 
@@ -179,6 +190,15 @@ export function createCli(colors: boolean): Cli<SvcContext> {
     LogoutCommand,
     PublishCommand,
     StatusCommand,
+    ReleaseCommand,
+    WithdrawCommand,
+    RolloutCommand,
+    RolloutStatusCommand,
+    RolloutSetCommand,
+    RolloutPauseCommand,
+    RolloutResumeCommand,
+    RolloutCompleteCommand,
+    RolloutRollbackCommand,
     DevCommand,
     KeysCommand,
     KeysListCommand,

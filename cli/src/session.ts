@@ -2,7 +2,7 @@
  * A command's connection to the service: which URL, which token (SVC_TOKEN, else the stored one),
  * the typed client, and the one place where HTTP failures become messages a person can act on.
  */
-import { type ApiClient, createApiClient, problemOf, unexpectedResponseCode } from '@svc/sdk';
+import { type ApiClient, createApiClient, type Problem, problemOf, unexpectedResponseCode } from '@svc/sdk';
 import { defaultApiUrl, type SvcContext } from './context.ts';
 import { AuthenticationNeeded, CliError, ExitCode } from './errors.ts';
 import { openTokenStore, resolveToken, type TokenSource, type TokenStore } from './token-store.ts';
@@ -82,8 +82,19 @@ interface FetchResult<T> {
   response: Response;
 }
 
-/** The body of a successful call, or a CliError that says what went wrong and what to do. */
-export async function expectOk<T>(session: Session, call: Promise<FetchResult<T>>): Promise<T> {
+/** What a command adds to a refusal of the service: the next step, for the problem's code. */
+export type Advice = (problem: Problem, status: number) => string | undefined;
+
+/**
+ * The body of a successful call, or a CliError that says what went wrong and what to do. A refusal
+ * is told by the service's own detail; `advice` may add the command that would help, on a line of
+ * its own.
+ */
+export async function expectOk<T>(
+  session: Session,
+  call: Promise<FetchResult<T>>,
+  advice?: Advice,
+): Promise<T> {
   const { apiUrl } = session;
   let result: FetchResult<T>;
   try {
@@ -112,11 +123,12 @@ export async function expectOk<T>(session: Session, call: Promise<FetchResult<T>
         `too many attempts: try again ${retryAfter ? `in ${retryAfter} seconds` : 'in a minute'}.`,
       );
     }
-    default:
+    default: {
+      if (!problem) throw new CliError(`the service answered HTTP ${response.status}`);
+      const next = advice?.(problem, response.status);
       throw new CliError(
-        problem
-          ? `${problem.detail} (${problem.code}, HTTP ${response.status})`
-          : `the service answered HTTP ${response.status}`,
+        `${problem.detail} (${problem.code}, HTTP ${response.status})${next ? `\n  ${next}` : ''}`,
       );
+    }
   }
 }

@@ -26,10 +26,12 @@ export class HelpCommand extends Command<SvcContext> {
     const categoryOf = (definition: { category?: string | undefined }) =>
       definition.category?.trim() ?? 'Commands';
     const categories = [...new Set(definitions.map(categoryOf))];
+    // One column for every description, however long the longest command (`svc rollout rollback`).
+    const width = Math.max(20, ...definitions.map((definition) => definition.path.length));
     for (const category of categories.sort((a, b) => (a === 'Commands' ? -1 : b === 'Commands' ? 1 : 0))) {
       lines.push(category, '');
       for (const definition of definitions.filter((d) => categoryOf(d) === category)) {
-        lines.push(`  ${definition.path.padEnd(20)} ${definition.description?.trim()}`);
+        lines.push(`  ${definition.path.padEnd(width)} ${definition.description?.trim()}`);
         for (const [, example] of definition.examples ?? []) lines.push(`      $ ${example}`);
         lines.push('');
       }

@@ -1,0 +1,29 @@
+import { Command, Option } from 'clipanion';
+import { DataCommand } from '../../base-command.ts';
+
+export class RolloutPauseCommand extends DataCommand {
+  static override paths = [['rollout', 'pause']];
+
+  static override usage = Command.Usage({
+    category: 'Review and release',
+    description: "pause an app's rollout: no more install commands until it is resumed",
+    details: `
+      Stops the rollout where it is: the cars that got the version keep it, and no install command is made for the app until \`svc rollout resume <app-id>\`. A paused rollout can still be completed or rolled back.
+    `,
+    examples: [
+      ['Pause the rollout of an app', 'svc rollout pause com.example.hello-car'],
+      ['As JSON', 'svc rollout pause com.example.hello-car --json'],
+    ],
+  });
+
+  appId = Option.String({ name: 'app-id' });
+
+  async execute(): Promise<number> {
+    const { checkAppId } = await import('../../app-versions.ts');
+    const { reportMove } = await import('../../rollouts.ts');
+    const appId = checkAppId(this.appId);
+    const session = await this.session();
+    const { stdout, stderr } = this.context;
+    return reportMove(session, { stdout, stderr, json: this.json }, appId, 'pause');
+  }
+}
