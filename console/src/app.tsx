@@ -9,6 +9,7 @@ import { Fleet } from './pages/fleet.tsx';
 import { SshKeys } from './pages/keys.tsx';
 import { MyCars } from './pages/my-cars.tsx';
 import { ReviewQueuePage } from './pages/review.tsx';
+import { RolloutPage } from './pages/rollout.tsx';
 import { SignIn } from './pages/sign-in.tsx';
 import { SignUp } from './pages/sign-up.tsx';
 import { Alert, Link, PageHeading } from './parts.tsx';
@@ -26,6 +27,7 @@ const pageNames: Partial<Record<PagePath, string>> = {
   [pages.review]: 'the review queue',
   [pages.cars]: 'My cars',
   [pages.car]: 'a car',
+  [pages.rollout]: 'a rollout',
   [pages.fleet]: 'the fleet',
   [pages.connectors]: 'brand connectors',
 };
@@ -42,7 +44,7 @@ const adminPages: Partial<Record<PagePath, { title: string; why: string }>> = {
 
 export function App() {
   const page = usePage();
-  const { deviceId } = usePageState();
+  const { deviceId, appId } = usePageState();
   const [account, setAccount] = useState<Account>();
   const [notice, setNotice] = useState<string>();
   const [problem, setProblem] = useState<string>();
@@ -173,6 +175,7 @@ export function App() {
         {wanted === pages.apps && <MyMiniApps />}
         {wanted === pages.cars && account && <MyCars account={account} isAdmin={isAdmin} />}
         {wanted === pages.car && <CarPage deviceId={deviceId} />}
+        {wanted === pages.rollout && <RolloutPage appId={appId} />}
         {wanted && adminPages[wanted] && account && !isAdmin && <NotAnAdmin page={wanted} />}
         {isAdmin && wanted === pages.review && <ReviewQueuePage />}
         {isAdmin && wanted === pages.fleet && <Fleet />}

@@ -13,6 +13,8 @@ export const pages = {
   car: '/console/car',
   fleet: '/console/fleet',
   connectors: '/console/connectors',
+  /** One app's rollout: which app is in the history entry's state, as a car page's car is. */
+  rollout: '/console/rollout',
 } as const;
 
 export type PagePath = (typeof pages)[keyof typeof pages];
@@ -22,6 +24,7 @@ const navigated = 'svc:navigated';
 /** What a page is about beyond its path (the car a car page shows), kept in its history entry. */
 export interface PageState {
   deviceId?: string;
+  appId?: string;
 }
 
 export function navigate(path: PagePath, options: { replace?: boolean; state?: PageState } = {}): void {

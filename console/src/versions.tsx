@@ -28,11 +28,12 @@ export function moveVersion(
   version: MiniAppVersion,
   to: ReviewState,
   reason?: string,
+  rollout?: components['schemas']['RolloutRequest'],
 ): Promise<Outcome<MiniAppVersion>> {
   return ask(
     api.POST('/api/v1/mini-apps/versions/{version_id}/transitions', {
       params: { path: { version_id: version.id } },
-      body: reason === undefined ? { to } : { to, reason },
+      body: { to, ...(reason === undefined ? {} : { reason }), ...(rollout ? { rollout } : {}) },
     }),
   );
 }

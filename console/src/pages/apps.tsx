@@ -7,8 +7,9 @@
 import { compareVersions, type components, type Problem } from '@svc/sdk';
 import { useState } from 'preact/hooks';
 import { api, ask } from '../api.ts';
-import { ActionWords, Alert, Notice, PageHeading, When } from '../parts.tsx';
+import { ActionWords, Alert, Field, Notice, PageHeading, When } from '../parts.tsx';
 import { changed, useRefreshing } from '../refresh.ts';
+import { navigate, pages } from '../router.ts';
 import {
   brandNames,
   DownloadPackage,
@@ -34,9 +35,13 @@ export function MyMiniApps() {
   }
   useRefreshing(load);
 
-  async function move(version: MiniAppVersion, to: 'withdrawn' | 'published') {
+  async function move(
+    version: MiniAppVersion,
+    to: 'withdrawn' | 'published' | 'rolling_out',
+    percent?: number,
+  ) {
     setNews(undefined);
-    const moved = await moveVersion(version, to);
+    const moved = await moveVersion(version, to, undefined, percent === undefined ? undefined : { percent });
     // Refused or not, the list is asked for again: a refusal often means it changed meanwhile.
     await load();
     if (!moved.ok) return setProblem(refusedMove(version, moved.problem));
@@ -44,7 +49,9 @@ export function MyMiniApps() {
     setNews(
       to === 'published'
         ? `Released ${version.app_id} ${version.version}: it is live on cars.`
-        : `Withdrew ${version.app_id} ${version.version} from review.`,
+        : to === 'rolling_out'
+          ? `Rolling out ${version.app_id} ${version.version} to ${percent} % of the cars: follow it on its rollout page.`
+          : `Withdrew ${version.app_id} ${version.version} from review.`,
     );
   }
 
@@ -72,7 +79,7 @@ function AppCard({
   onProblem,
 }: {
   app: MiniApp;
-  onMove: (version: MiniAppVersion, to: 'withdrawn' | 'published') => void;
+  onMove: (version: MiniAppVersion, to: 'withdrawn' | 'published' | 'rolling_out', percent?: number) => void;
   onProblem: (problem: Problem) => void;
 }) {
   const headingId = `app-${app.id}`;
@@ -89,6 +96,19 @@ function AppCard({
           <When at={app.updated_at} />
         </dd>
       </dl>
+      {app.versions.some((v) => v.review_state === 'rolling_out' || v.review_state === 'rolled_back') && (
+        <p>
+          <a
+            href={pages.rollout}
+            onClick={(event) => {
+              event.preventDefault();
+              navigate(pages.rollout, { state: { appId: app.id } });
+            }}
+          >
+            Rollout of {app.name}
+          </a>
+        </p>
+      )}
       {/* A narrow screen scrolls the table sideways: the keyboard must reach the scrolling too. */}
       {/* biome-ignore lint/a11y/noNoninteractiveTabindex: a scrolling region takes focus so that arrow keys scroll it (WAI-ARIA, axe's scrollable-region-focusable). */}
       <section class="table-scroll" aria-labelledby={`${headingId}-versions`} tabIndex={0}>
@@ -133,7 +153,7 @@ function VersionActions({
 }: {
   version: MiniAppVersion;
   app: MiniApp;
-  onMove: (version: MiniAppVersion, to: 'withdrawn' | 'published') => void;
+  onMove: (version: MiniAppVersion, to: 'withdrawn' | 'published' | 'rolling_out', percent?: number) => void;
 }) {
   const appName = app.name;
   if (version.review_state === 'submitted' || version.review_state === 'in_review') {
@@ -149,10 +169,58 @@ function VersionActions({
       return <p class="hint">A newer version is live: this one can no longer be released.</p>;
     }
     return (
-      <button type="button" onClick={() => onMove(version, 'published')}>
-        <ActionWords action="Release" on={`${appName} ${version.version}`} />
-      </button>
+      <>
+        <button type="button" onClick={() => onMove(version, 'published')}>
+          <ActionWords action="Release" on={`${appName} ${version.version}`} />
+        </button>
+        <RollOut
+          version={version}
+          appName={appName}
+          onRollOut={(percent) => onMove(version, 'rolling_out', percent)}
+        />
+      </>
     );
   }
   return null;
+}
+
+/** Release to a share of the cars first: a percentage, then the version's rollout page. */
+function RollOut({
+  version,
+  appName,
+  onRollOut,
+}: {
+  version: MiniAppVersion;
+  appName: string;
+  onRollOut: (percent: number) => void;
+}) {
+  const [percent, setPercent] = useState('10');
+  const [error, setError] = useState<string>();
+  return (
+    <form
+      class="roll-out"
+      noValidate
+      onSubmit={(event) => {
+        event.preventDefault();
+        const wanted = Number(percent);
+        if (!/^\d+$/.test(percent.trim()) || wanted < 1 || wanted > 100) {
+          return setError('Give a whole number from 1 to 100.');
+        }
+        setError(undefined);
+        onRollOut(wanted);
+      }}
+    >
+      <Field
+        label={`Share of the cars for ${appName} ${version.version}, in %`}
+        name="percent"
+        value={percent}
+        onInput={setPercent}
+        error={error}
+        required
+      />
+      <button type="submit" class="secondary">
+        <ActionWords action="Roll out" on={`${appName} ${version.version} to ${percent} % of the cars`} />
+      </button>
+    </form>
+  );
 }
