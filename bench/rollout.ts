@@ -117,6 +117,12 @@ interface MeasureOrder {
   deviceIds: string[];
 }
 
+/** Measurer → parent. */
+interface MeasurerReady {
+  /** The bare path's bound on publications awaiting their PUBACK (the broker's receive maximum). */
+  receiveMaximum: number;
+}
+
 /** Parent → measurer: one round. */
 type RoundOrder = { path: 'bare'; version: string } | { path: 'service'; version: string; versionId: string };
 
@@ -182,7 +188,9 @@ interface Round {
 }
 
 /** Times rounds on the bare path or through the service, as the parent orders. */
-async function startMeasurer(order: MeasureOrder): Promise<RunningChild<true, RoundOrder, RoundResult>> {
+async function startMeasurer(
+  order: MeasureOrder,
+): Promise<RunningChild<MeasurerReady, RoundOrder, RoundResult>> {
   const client: MqttClient = mqtt.connect(order.signIn.url, {
     username: order.signIn.username,
     password: order.signIn.password,
@@ -265,7 +273,7 @@ async function startMeasurer(order: MeasureOrder): Promise<RunningChild<true, Ro
   }
 
   return {
-    ready: true,
+    ready: { receiveMaximum },
     async answer(asked: RoundOrder): Promise<RoundResult> {
       let finished = () => {};
       const allThere = new Promise<void>((resolve) => {
@@ -418,7 +426,7 @@ async function run(
   cleanups.unshift(async () => {
     await fleet.stop();
   });
-  const measurer = await spawnChild<MeasureOrder, true, RoundOrder, RoundResult>({
+  const measurer = await spawnChild<MeasureOrder, MeasurerReady, RoundOrder, RoundResult>({
     script: import.meta.url,
     mode: 'measure',
     label,
@@ -430,6 +438,9 @@ async function run(
     },
   });
   cleanups.unshift(() => measurer.stop());
+  process.stderr.write(
+    `${label}: the bare publisher keeps at most ${measurer.ready.receiveMaximum} publications awaiting their PUBACK (the broker's receive maximum)\n`,
+  );
 
   const metric = async (name: string, labels: Record<string, string>) =>
     sample(await (await fetch(service.ready.metricsUrl)).text(), name, labels);
@@ -530,7 +541,7 @@ function report(rows: Measurement[], settings: Settings): void {
   const ms = (value: number) => (Number.isFinite(value) ? value.toFixed(0) : '—');
   process.stdout.write(
     `\nA release to a fleet on Node ${process.versions.node}: ${settings.cars} simulated cars running the app, ` +
-      `${settings.rounds} rounds a path (a new version each service round, published at 100 %); ` +
+      `rounds a path: ${settings.rounds} (a new version each service round, published at 100 %); ` +
       `status every ${settings.statusEveryMs} ms and telemetry every ${settings.telemetryEveryMs} ms a car; ` +
       `SVC_APP_UPDATE_RATE ${settings.appUpdateRate ?? '1000 (default)'}\n\n`,
   );
