@@ -222,16 +222,24 @@ export async function prepareConfiguration(
 
 /**
  * The configurations to measure: both brokers, on PGlite and (with DATABASE_URL) Postgres, less
- * those BENCH_ONLY (e.g. `embedded/pglite,mosquitto/postgres`) leaves out.
+ * those BENCH_ONLY (e.g. `embedded/pglite,mosquitto/postgres`) leaves out. A bench that measures
+ * fewer by default says which (`byDefault`); BENCH_ONLY may still name any.
  */
-export function configurations(databaseUrl: string | undefined): Configuration[] {
+export function configurations(
+  databaseUrl: string | undefined,
+  byDefault?: (configuration: Configuration) => boolean,
+): Configuration[] {
   const only = process.env.BENCH_ONLY?.split(',')
     .map((name) => name.trim())
     .filter(Boolean);
   const chosen = (['embedded', 'mosquitto'] as const).flatMap((broker) =>
     (databaseUrl ? (['pglite', 'postgres'] as const) : (['pglite'] as const))
       .map((store) => ({ broker, store }))
-      .filter(({ broker, store }) => !only || only.includes(`${broker}/${store}`)),
+      .filter((configuration) =>
+        only
+          ? only.includes(`${configuration.broker}/${configuration.store}`)
+          : (byDefault?.(configuration) ?? true),
+      ),
   );
   if (chosen.length === 0) throw new Error(`BENCH_ONLY names no configuration: ${only?.join(', ')}`);
   return chosen;
@@ -263,6 +271,8 @@ export async function runBench<
     settings(): Settings;
     run(configuration: Configuration, settings: Settings, cleanups: Cleanup[]): Promise<Row>;
     report(rows: Row[], settings: Settings): void;
+    /** The configurations measured unless BENCH_ONLY names others; default every one. */
+    byDefault?(configuration: Configuration): boolean;
   },
   mode = process.argv[2],
 ): Promise<void> {
@@ -276,7 +286,7 @@ export async function runBench<
     announceSmokeRun(`bench:${bench.name}`);
     const settings = bench.settings();
     const rows: Row[] = [];
-    for (const configuration of configurations(settings.databaseUrl)) {
+    for (const configuration of configurations(settings.databaseUrl, bench.byDefault)) {
       rows.push(await withCleanups((cleanups) => bench.run(configuration, settings, cleanups)));
     }
     bench.report(rows, settings);
