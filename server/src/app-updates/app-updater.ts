@@ -20,7 +20,7 @@
  */
 import { compareVersions, parseVersion } from '@svc/sdk';
 import type { Clock } from '../clock.ts';
-import type { CommandLifecycle } from '../commands/command-lifecycle.ts';
+import type { CommandLifecycle, NewCommand } from '../commands/command-lifecycle.ts';
 import { parseDeviceId } from '../device-id.ts';
 import type { Logger } from '../logger.ts';
 import { listReleasedAppIds } from '../mini-apps/mini-app-repository.ts';
@@ -119,8 +119,10 @@ export function createAppUpdater(deps: {
     return db.transaction(async (trx) => {
       await trx.raw('select pg_advisory_xact_lock(hashtext(?))', [`svc-app-updates:${appId}`]);
       refill();
-      let room = Math.min(Math.floor(tokens), installsPerTransaction);
+      const room = Math.min(Math.floor(tokens), installsPerTransaction);
       let left = false;
+      const installs: NewCommand[] = [];
+      const expiresAt = new Date(clock().getTime() + installTtlMs);
       for (const car of await carsRunningApp(trx, appId, { deviceId })) {
         const decision = decide(release, car);
         if (decision.withdraw) {
@@ -131,20 +133,21 @@ export function createAppUpdater(deps: {
           );
         }
         if (!decision.install) continue;
-        if (room < 1) {
+        if (installs.length >= room) {
           left = true;
           break;
         }
-        await lifecycle.enqueue(trx, {
+        installs.push({
           car: parseDeviceId(car.device_id),
           name: 'app.install',
           args: { app_id: appId, version: decision.install },
           createdBy: null,
-          expiresAt: new Date(clock().getTime() + installTtlMs),
+          expiresAt,
         });
-        room -= 1;
-        tokens -= 1;
       }
+      // One statement and one notification for the lot.
+      await lifecycle.enqueueMany(trx, installs);
+      tokens -= installs.length;
       return left;
     });
   }

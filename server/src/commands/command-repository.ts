@@ -46,16 +46,23 @@ const forgetPairingCode = `args = case when name = '${pairingCommand}' then '{}'
 /** What every move into a final state also does: the pairing code forgotten, nothing left to publish. */
 const finalMove = `${forgetPairingCode}, due_at = null, claimed_by = null, claimed_until = null`;
 
-export async function insertCommand(db: Db, row: CommandRow): Promise<CommandRow> {
-  const [inserted] = await db<CommandRow>('car_commands')
+/** Writes commands in one statement (a fleet's app update is hundreds at once). */
+export async function insertCommands(db: Db, rows: readonly CommandRow[]): Promise<CommandRow[]> {
+  if (rows.length === 0) return [];
+  const inserted = await db<CommandRow>('car_commands')
     // Due at once: the publisher's clock, not the database's, says when (command-outbox.ts).
-    .insert({
-      ...row,
-      args: JSON.stringify(row.args) as unknown as Record<string, unknown>,
-      due_at: row.created_at,
-    } as CommandRow)
+    .insert(
+      rows.map(
+        (row) =>
+          ({
+            ...row,
+            args: JSON.stringify(row.args) as unknown as Record<string, unknown>,
+            due_at: row.created_at,
+          }) as CommandRow,
+      ),
+    )
     .returning('*');
-  return commandFromDb(inserted as CommandRow);
+  return (inserted as CommandRow[]).map(commandFromDb);
 }
 
 export async function findCommand(db: Db, commandId: string): Promise<CommandRow | undefined> {
