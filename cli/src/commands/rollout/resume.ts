@@ -1,7 +1,7 @@
-import { Command, Option } from 'clipanion';
-import { DataCommand } from '../../base-command.ts';
+import { Command } from 'clipanion';
+import { RolloutMoveCommand } from './move-command.ts';
 
-export class RolloutResumeCommand extends DataCommand {
+export class RolloutResumeCommand extends RolloutMoveCommand {
   static override paths = [['rollout', 'resume']];
 
   static override usage = Command.Usage({
@@ -16,14 +16,5 @@ export class RolloutResumeCommand extends DataCommand {
     ],
   });
 
-  appId = Option.String({ name: 'app-id' });
-
-  async execute(): Promise<number> {
-    const { checkAppId } = await import('../../app-versions.ts');
-    const { reportMove } = await import('../../rollouts.ts');
-    const appId = checkAppId(this.appId);
-    const session = await this.session();
-    const { stdout, stderr } = this.context;
-    return reportMove(session, { stdout, stderr, json: this.json }, appId, 'resume');
-  }
+  protected readonly move = 'resume' as const;
 }
