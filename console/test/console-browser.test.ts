@@ -10,10 +10,9 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, test } from 'vitest';
 import { svc, userEnv } from '../../cli/test/support/svc.ts';
 import { type Developer, signUpAdmin, signUpDeveloper } from '../../server/test/support/accounts.ts';
@@ -22,20 +21,17 @@ import { publishMiniApp } from '../../server/test/support/commands.ts';
 import { call } from '../../server/test/support/http.ts';
 import { startTestService, type TestService } from '../../server/test/support/service.ts';
 import { makeKey } from '../../server/test/support/ssh.ts';
+import {
+  checkPage,
+  newVisitor,
+  password,
+  screenshots,
+  signIn as signInAs,
+  type Visitor,
+} from './support/pages.ts';
 
 const missing = chromiumMissing();
-const screenshots = join(import.meta.dirname, '../../test-output/console');
-const axeSource = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
-const password = 'correct horse battery staple';
 const adminEmail = 'reviewer@example.com';
-
-/** A browser context as one person's: what it asked for, and what went wrong in its pages. */
-interface Visitor {
-  context: BrowserContext;
-  page: Page;
-  requests: string[];
-  errors: string[];
-}
 
 describe.skipIf(missing !== undefined)(
   `the web console in Chromium${missing ? ` (skipped: ${missing})` : ''}`,
@@ -48,66 +44,12 @@ describe.skipIf(missing !== undefined)(
     const visitors: Visitor[] = [];
 
     async function visit(width = 1280): Promise<Visitor> {
-      const context = await browser.newContext({ viewport: { width, height: 900 } });
-      const page = await context.newPage();
-      const visitor: Visitor = { context, page, requests: [], errors: [] };
-      context.on('request', (request) => visitor.requests.push(`${request.method()} ${request.url()}`));
-      // A script the CSP blocked, a Trusted Types refusal or an uncaught error all land here.
-      page.on('console', (message) => {
-        if (message.type() === 'error') visitor.errors.push(message.text());
-      });
-      page.on('pageerror', (error) => visitor.errors.push(error.message));
+      const visitor = await newVisitor(browser, width);
       visitors.push(visitor);
       return visitor;
     }
 
-    /** What axe-core finds serious or critical on the page as it is now, and a screenshot of it. */
-    /**
-     * The page as it is now, on a phone (360 px) and on a desktop (1280 px), and on the desktop in
-     * dark mode: a screenshot of each, nothing wider than the screen (a wide table scrolls in its
-     * own region), and nothing serious or critical for axe-core (colour contrast included). The
-     * page is left as it was.
-     */
-    async function checkPage(page: Page, name: string) {
-      const before = page.viewportSize() ?? { width: 1280, height: 900 };
-      for (const [width, colorScheme] of [
-        [360, 'light'],
-        [1280, 'light'],
-        [1280, 'dark'],
-      ] as const) {
-        await page.setViewportSize({ width, height: before.height });
-        await page.emulateMedia({ colorScheme });
-        const shot = `${name}-${width}${colorScheme === 'dark' ? '-dark' : ''}.png`;
-        await page.screenshot({ path: join(screenshots, shot), fullPage: true });
-        assert.ok(
-          (await page.evaluate(() => document.documentElement.scrollWidth)) <= width,
-          `${name} is wider than ${width} px`,
-        );
-        await page.evaluate(axeSource);
-        const violations = await page.evaluate(async () => {
-          const axe = (globalThis as unknown as { axe: { run(): Promise<{ violations: AxeViolation[] }> } })
-            .axe;
-          const { violations } = await axe.run();
-          return violations
-            .filter((v) => v.impact === 'serious' || v.impact === 'critical')
-            .map(
-              (v) =>
-                `${v.id} (${v.impact}): ${v.help} at ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`,
-            );
-        });
-        assert.deepEqual(violations, [], `axe-core on ${name} at ${width} px, ${colorScheme}`);
-      }
-      await page.setViewportSize(before);
-      await page.emulateMedia({ colorScheme: 'light' });
-    }
-
-    async function signIn(page: Page, email: string) {
-      await page.goto(`${service.url}/console`);
-      await page.getByLabel('Email').fill(email);
-      await page.getByLabel('Password').fill(password);
-      await page.getByRole('button', { name: 'Sign in' }).click();
-      await page.getByRole('heading', { level: 1, name: 'SSH keys' }).waitFor();
-    }
+    const signIn = (page: Page, email: string) => signInAs(page, service.url, email);
 
     beforeAll(async () => {
       mkdirSync(screenshots, { recursive: true });
@@ -568,13 +510,6 @@ describe.skipIf(missing !== undefined)(
     });
   },
 );
-
-interface AxeViolation {
-  id: string;
-  impact: string | null;
-  help: string;
-  nodes: { target: string[] }[];
-}
 
 function escapeRegExp(text: string): string {
   return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
