@@ -83,6 +83,39 @@ export function Presence({ online, lastSeen }: { online: boolean; lastSeen: stri
 }
 
 /** A link to the car's own page; which car rides in the history entry, not in the address. */
+/**
+ * What a list shows of a car, as terms of a description list: its masked id, brand, owner (for
+ * admins), presence and apps.
+ */
+export function CarFacts({ car, owner }: { car: CarSummary; owner?: boolean }) {
+  return (
+    <dl>
+      <dt>Device id</dt>
+      <dd>
+        <MaskedDeviceId deviceId={car.device_id} />
+      </dd>
+      <dt>Brand</dt>
+      <dd>{car.brand}</dd>
+      {owner && (
+        <>
+          <dt>Owner</dt>
+          <dd>{car.owner_id ? <code>{car.owner_id}</code> : 'nobody (unpaired)'}</dd>
+        </>
+      )}
+      <dt>Status</dt>
+      <dd>
+        <Presence online={car.online} lastSeen={car.last_seen} />
+      </dd>
+      <dt>Mini-apps</dt>
+      <dd>
+        {car.installed_apps.length === 0
+          ? 'none reported'
+          : car.installed_apps.map((app) => `${app.app_id} ${app.version}`).join(', ')}
+      </dd>
+    </dl>
+  );
+}
+
 export function CarLink({ deviceId }: { deviceId: string }) {
   return (
     <a href={pages.car} onClick={(event) => followLink(event, pages.car, { deviceId })}>

@@ -8,9 +8,10 @@
 import assert from 'node:assert/strict';
 import { type CarCredential, provisionCars, type Simulator, startSimulator } from '@svc/car-simulator';
 import { afterAll, afterEach, beforeAll, describe, test } from 'vitest';
+import { carTopic, carTopicQos, carTopicRetain } from '../../generated/mqtt.ts';
 import { cohortPoint } from '../src/mini-apps/cohort.ts';
 import { type Developer, signUpAdmin, signUpDeveloper } from './support/accounts.ts';
-import { carPath, commandsOf, publishMiniApp } from './support/commands.ts';
+import { type BareCar, carPath, commandsOf, connectBareCar, publishMiniApp } from './support/commands.ts';
 import { call, eventually } from './support/http.ts';
 import { startTestService, type TestService } from './support/service.ts';
 
@@ -308,5 +309,98 @@ describe('app updates and rollouts', () => {
     });
     assert.equal(unlisted.status, 422);
     assert.equal(unlisted.body.code, 'brand_not_in_manifest');
+  });
+});
+
+describe('an update that expires while its car is away', () => {
+  let service: TestService;
+  let admin: Developer;
+  let developer: Developer;
+  const appId = 'com.example.expiring';
+
+  // The test moves the clock past the update's hour: the tokens live longer than that.
+  beforeAll(async () => {
+    service = await startTestService(
+      { SVC_ADMIN_EMAILS: adminEmail, SVC_TOKEN_TTL: '1d' },
+      { clockRuns: true },
+    );
+    admin = await signUpAdmin(service, adminEmail);
+    developer = await signUpDeveloper(service.url);
+  });
+  afterAll(() => service?.stop());
+
+  const reported = async (deviceId: string) => {
+    const install = await call(service.url, 'GET', carPath(deviceId, 'install'), { token: admin.token });
+    assert.equal(install.status, 200, JSON.stringify(install.body));
+    return install.body.installed_apps.find((app: { app_id: string }) => app.app_id === appId)?.version;
+  };
+  const installsOf = async (deviceId: string) => {
+    const listed = await commandsOf(service.url).list(admin.token, deviceId);
+    assert.equal(listed.status, 200, JSON.stringify(listed.body));
+    return listed.body.commands.filter((command: { name: string }) => command.name === 'app.install');
+  };
+
+  test('when an update expires while its car is away then it is sent again when the car comes back, and one the car failed is not sent again', async () => {
+    await publishMiniApp(service.url, developer, admin, appId, '1.0.0');
+    const [credential] = (await provisionCars({
+      apiUrl: service.url,
+      token: admin.token,
+      count: 1,
+      brand: 'brand_a',
+    })) as [CarCredential];
+    const { deviceId } = credential;
+    const reportRunning = async (car: BareCar) => {
+      const nativeId = deviceId.slice(deviceId.indexOf(':') + 1);
+      await car.client.publishAsync(
+        carTopic('brand_a', nativeId, 'status'),
+        JSON.stringify({
+          device_id: deviceId,
+          brand: 'brand_a',
+          reported_at: new Date().toISOString(),
+          host_version: '2.14.0',
+          state: { ignition: false, doors_locked: true },
+          installed_apps: [{ app_id: appId, version: '1.0.0' }],
+        }),
+        { qos: carTopicQos.status, retain: carTopicRetain.status },
+      );
+    };
+    const installsReceived = (car: BareCar) =>
+      car.received.filter((command) => command.name === 'app.install' && command.args.app_id === appId);
+
+    const car = await connectBareCar(service.mqttUrl, credential);
+    await reportRunning(car);
+    await eventually('the car reported the app', async () => (await reported(deviceId)) === '1.0.0');
+    await publishMiniApp(service.url, developer, admin, appId, '1.1.0');
+    await eventually('the car was sent the update', () => installsReceived(car).length === 1);
+    // The car goes away without a word, and the update expires meanwhile.
+    await car.end();
+    service.clock.advance(2 * 60 * 60 * 1000);
+    await eventually('the update expired', async () => (await installsOf(deviceId))[0]?.state === 'expired');
+
+    const back = await connectBareCar(service.mqttUrl, credential);
+    await eventually('the update was sent again', () => installsReceived(back).length === 1);
+    const [again] = installsReceived(back);
+    assert.deepEqual(again?.args, { app_id: appId, version: '1.1.0' });
+
+    // The car fails it: it is not sent a third time, even when it comes back once more.
+    await back.ack(again?.command_id ?? '', 'failed', 'not enough storage');
+    await eventually('the failure is recorded', async () =>
+      (await installsOf(deviceId)).some((command: { state: string }) => command.state === 'failed'),
+    );
+    await back.end();
+    const last = await connectBareCar(service.mqttUrl, credential);
+    await reportRunning(last);
+    await eventually('the car is online again', async () => {
+      const status = await call(service.url, 'GET', carPath(deviceId, 'status'), { token: admin.token });
+      return status.body.online === true;
+    });
+    // What it is sent next is the newer version, not the failed one again.
+    await publishMiniApp(service.url, developer, admin, appId, '1.2.0');
+    await eventually('the car was sent the newer version', () => installsReceived(last).length > 0);
+    assert.deepEqual(
+      installsReceived(last).map((command) => (command.args as { version?: string }).version),
+      ['1.2.0'],
+    );
+    await last.end();
   });
 });

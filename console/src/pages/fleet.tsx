@@ -7,14 +7,13 @@ import { useEffect, useState } from 'preact/hooks';
 import { api, ask } from '../api.ts';
 import {
   BrandField,
+  CarFacts,
   CarLink,
   type CarSummary,
   carName,
   carProblem,
   carTitle,
   checkTypedDeviceId,
-  MaskedDeviceId,
-  Presence,
   SecretOnce,
 } from '../cars.tsx';
 import { Confirm } from '../confirm.tsx';
@@ -218,26 +217,7 @@ function FleetCar({ car, onRotated, onChanged, onProblem }: { car: CarSummary } 
   return (
     <li class="card">
       <h3>{carTitle(car.device_id)}</h3>
-      <dl>
-        <dt>Device id</dt>
-        <dd>
-          <MaskedDeviceId deviceId={car.device_id} />
-        </dd>
-        <dt>Brand</dt>
-        <dd>{car.brand}</dd>
-        <dt>Owner</dt>
-        <dd>{car.owner_id ? <code>{car.owner_id}</code> : 'nobody (unpaired)'}</dd>
-        <dt>Status</dt>
-        <dd>
-          <Presence online={car.online} lastSeen={car.last_seen} />
-        </dd>
-        <dt>Mini-apps</dt>
-        <dd>
-          {car.installed_apps.length === 0
-            ? 'none reported'
-            : car.installed_apps.map((app) => `${app.app_id} ${app.version}`).join(', ')}
-        </dd>
-      </dl>
+      <CarFacts car={car} owner />
       <CarLink deviceId={car.device_id} />
       <div>
         <button type="button" class="secondary" onClick={() => setAsking('rotate')}>

@@ -6,6 +6,7 @@ import type { components, Problem } from '@svc/sdk';
 import { useEffect, useState } from 'preact/hooks';
 import { api, ask } from '../api.ts';
 import {
+  CarFacts,
   CarLink,
   type CarSummary,
   CopyButton,
@@ -13,8 +14,6 @@ import {
   carProblem,
   carTitle,
   checkTypedDeviceId,
-  MaskedDeviceId,
-  Presence,
 } from '../cars.tsx';
 import { Alert, Field, Notice, PageHeading, useFocusOnRefusal, useSubmit } from '../parts.tsx';
 
@@ -82,24 +81,7 @@ function CarCard({ car }: { car: CarSummary }) {
   return (
     <li class="card">
       <h2>{carTitle(car.device_id)}</h2>
-      <dl>
-        <dt>Device id</dt>
-        <dd>
-          <MaskedDeviceId deviceId={car.device_id} />
-        </dd>
-        <dt>Brand</dt>
-        <dd>{car.brand}</dd>
-        <dt>Status</dt>
-        <dd>
-          <Presence online={car.online} lastSeen={car.last_seen} />
-        </dd>
-        <dt>Mini-apps</dt>
-        <dd>
-          {car.installed_apps.length === 0
-            ? 'none reported'
-            : car.installed_apps.map((app) => `${app.app_id} ${app.version}`).join(', ')}
-        </dd>
-      </dl>
+      <CarFacts car={car} />
       <CarLink deviceId={car.device_id} />
     </li>
   );
