@@ -453,8 +453,9 @@ export interface paths {
         /**
          * Move the app's rollout
          * @description Raises the rollout's percentage, pauses, resumes, completes or rolls back the rollout under
-         *     way (see RolloutMoveRequest). Only the app's developer moves it (an admin is 403
-         *     `not_your_move`; anyone else 404). 404 `no_rollout` when none is under way; 409
+         *     way (see RolloutMoveRequest). The app's developer makes every move; an admin may pause it or
+         *     roll it back (to stop a harmful version), and is 403 `not_your_move` for the others; anyone
+         *     else is answered 404. 404 `no_rollout` when none is under way; 409
          *     `rollout_ended` when it has completed or been rolled back, `rollout_paused` (set_percent or
          *     pause on a paused rollout), `rollout_not_paused` (resume on an active one), `percent_only_grows`
          *     (a percentage not above the current one); 422 `percent_required` / `percent_not_expected`.
@@ -1818,12 +1819,13 @@ export interface components {
         /**
          * RolloutProgress
          * @description Cars counted by where the version stands on them, read from the commands the service sent and
-         *     the status the cars last reported. `eligible` counts the cars in the rollout's share that run the
+         *     the status the cars last reported; after a rollback, by where the version live before stands on
+         *     them (`installed`: back on it). `eligible` counts the cars in the rollout's share that run the
          *     app on a brand the rollout covers; each of them is in exactly one of the others: `installed`
-         *     (the car reports the version, or acknowledged its install as completed), `failed` (the car
-         *     refused or failed the install; it is not sent again), `expired` (the install expired while the
-         *     car was away; it is sent again when the car is back), `sent`, `queued`, and `waiting` (offline,
-         *     or not reached yet at the stated rate).
+         *     (the car reports the version), `failed` (the car refused or failed the install; it is not sent
+         *     again: publish a fixed version), `expired` (the install expired while the car was away; it is
+         *     sent again when the car is back), `sent` (on its way, or done and not reported yet), `queued`,
+         *     and `waiting` (offline, or not reached yet at the stated rate).
          */
         RolloutProgress: {
             eligible: number;
@@ -1876,8 +1878,9 @@ export interface components {
         /**
          * RolloutMoveRequest
          * @description One move of the app's rollout: `set_percent` (with `percent`, never lower than it is: the cars
-         *     that got the version keep it; roll back instead), `pause`, `resume`, `complete` (every eligible
-         *     car gets the version, which becomes `published`, and the one live before `superseded`) or
+         *     that got the version keep it; roll back instead), `pause`, `resume`, `complete` (every car that
+         *     runs the app on a brand the version's manifest lists gets it, whatever the rollout's percentage
+         *     and brands were; it becomes `published`, and the one live before `superseded`) or
          *     `rollback` (the cars that got the version are moved back to the one live before; the version
          *     becomes `rolled_back` and can no longer be installed). A move the rollout's state does not allow
          *     is 409 (see RolloutState).

@@ -715,7 +715,7 @@ export function toRollout(wire: Wire['Rollout']): Rollout {
   };
 }
 
-/** Cars counted by where the version stands on them, read from the commands the service sent and the status the cars last reported. `eligible` counts the cars in the rollout's share that run the app on a brand the rollout covers; each of them is in exactly one of the others: `installed` (the car reports the version, or acknowledged its install as completed), `failed` (the car refused or failed the install; it is not sent again), `expired` (the install expired while the car was away; it is sent again when the car is back), `sent`, `queued`, and `waiting` (offline, or not reached yet at the stated rate). */
+/** Cars counted by where the version stands on them, read from the commands the service sent and the status the cars last reported; after a rollback, by where the version live before stands on them (`installed`: back on it). `eligible` counts the cars in the rollout's share that run the app on a brand the rollout covers; each of them is in exactly one of the others: `installed` (the car reports the version), `failed` (the car refused or failed the install; it is not sent again: publish a fixed version), `expired` (the install expired while the car was away; it is sent again when the car is back), `sent` (on its way, or done and not reported yet), `queued`, and `waiting` (offline, or not reached yet at the stated rate). */
 export interface RolloutProgress {
   eligible: number;
   waiting: number;

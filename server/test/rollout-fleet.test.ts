@@ -1,8 +1,8 @@
 /**
  * A rollout end to end with the car simulator as a developer runs it (`svc-car-sim --app …`, here
  * in this process through its runCli): 50 cars of two brands run an app; a new version for brand_a
- * only rolls out to 20 %, then 100 %, while five cars are away; they get it when they come back;
- * then it is rolled back. At each step every car ends on the version the rollout says, and no car
+ * only rolls out to 20 %, then 100 %, while five cars are away; they get it when they come back,
+ * and again when restarted on the version they had; then it is rolled back. At each step every car ends on the version the rollout says, and no car
  * of the brand the manifest leaves out is ever sent it.
  */
 import assert from 'node:assert/strict';
@@ -190,15 +190,28 @@ describe('a rollout to a simulated fleet', () => {
       expired: 0,
     });
 
+    // The five are started again as they were first (svc-car-sim keeps no versions): they report
+    // 1.0.0 after having completed 2.0.0, and are sent it again.
+    await back.stop();
+    const again = await simulate('away-restarted', away);
+    await untilEveryCarRuns(away, () => '2.0.0');
+
     const rolledBack = await moveRollout({ move: 'rollback' });
     assert.equal(rolledBack.state, 'rolled_back');
     await untilEveryCarRuns(everyCar, () => '1.0.0');
+    // After a rollback the counts follow the cars back: every one of the rollout's is on 1.0.0.
+    await eventually('the progress counts them back', async () => {
+      const { body } = await call(service.url, 'GET', `/api/v1/mini-apps/${appId}/rollout`, {
+        token: developer.token,
+      });
+      return body.progress.installed === 40 && body.progress.eligible === 40;
+    });
 
     // The cars said what they installed; none of brand_b ever installed 2.0.0.
-    const installs = [...main.shown, ...back.shown].filter((line) =>
+    const installs = [...main.shown, ...back.shown, ...again.shown].filter((line) =>
       line.includes(` installs ${appId} 2.0.0`),
     );
-    assert.equal(installs.length, 40, 'each brand_a car installed it once');
+    assert.equal(installs.length, 45, 'each brand_a car installed it once, the five restarted twice');
     assert.ok(
       installs.every((line) => line.startsWith('car brand_a:')),
       installs.join('\n'),

@@ -276,9 +276,15 @@ describe('app updates and rollouts', () => {
     assert.equal(stray.status, 422);
     assert.equal(stray.body.code, 'rollout_not_expected');
 
-    const byAdmin = await moveRollout(appId, { move: 'pause' }, admin);
+    // An admin may stop a rollout, not spread it.
+    const byAdmin = await moveRollout(appId, { move: 'set_percent', percent: 50 }, admin);
     assert.equal(byAdmin.status, 403);
     assert.equal(byAdmin.body.code, 'not_your_move');
+    assert.equal((await moveRollout(appId, { move: 'complete' }, admin)).status, 403);
+    const pausedByAdmin = await moveRollout(appId, { move: 'pause' }, admin);
+    assert.equal(pausedByAdmin.status, 200, JSON.stringify(pausedByAdmin.body));
+    assert.equal((await moveRollout(appId, { move: 'resume' }, admin)).status, 403);
+    assert.equal((await moveRollout(appId, { move: 'resume' })).body.state, 'active');
     assert.equal((await rollout(appId, admin)).status, 200, 'an admin reads it');
     const stranger = await signUpDeveloper(service.url);
     assert.equal((await rollout(appId, stranger)).status, 404);

@@ -10,7 +10,8 @@
  *   version is sent the one it should run even though it is older; no other car is downgraded;
  * - only online cars are sent one (an offline car is moved when it says `online`), and never
  *   while another install of the app is on its way to it; an install that expired (the car went
- *   away) is sent again, one the car refused or failed is not;
+ *   away) is sent again, and so is one the car completed but has since reported not running; one
+ *   the car refused or failed is not;
  * - a queued install of a version the car should no longer get (a rollback) is withdrawn;
  * - at most `ratePerSecond` installs are made a second by this replica, so that publishing to a
  *   fleet never floods the broker (docs/operating.md);
@@ -61,8 +62,14 @@ export function decide(release: Release, car: CarRunningApp): Decision {
   const moves = olderThan(car.installed_version, wanted) || release.rolledBack.has(car.installed_version);
   if (!moves || !car.online) return decision;
   if (car.command_version === wanted) {
-    // On its way, done, or refused: only an install that expired while the car was away goes again.
-    if (car.command_state !== 'expired') return decision;
+    // On its way, or refused: only an install that expired while the car was away goes again, and
+    // one the car completed but has since reported running another version (a car restored, a
+    // simulator restarted): it lost the version.
+    const lostSince =
+      car.command_state === 'completed' &&
+      car.command_updated_at !== null &&
+      car.reported_at > car.command_updated_at;
+    if (car.command_state !== 'expired' && !lostSince) return decision;
   } else if (pending && !decision.withdraw) {
     // Another version's install on its way: the car reports, and the next look moves it on.
     return decision;

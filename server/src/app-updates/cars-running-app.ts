@@ -10,12 +10,14 @@ import type { Db } from '../store/db.ts';
 export interface CarRunningApp {
   device_id: string;
   online: boolean;
-  /** As the car last reported it. */
+  /** As the car last reported it, and when that report came. */
   installed_version: string;
+  reported_at: Date;
   /** The car's latest `app.install` of the app, if any. */
   command_id: string | null;
   command_version: string | null;
   command_state: CommandState | null;
+  command_updated_at: Date | null;
 }
 
 export async function carsRunningApp(
@@ -28,11 +30,13 @@ export async function carsRunningApp(
             coalesce(p.online, false) as online,
             (select a->>'version' from jsonb_array_elements(r.installed_apps) a
               where a->>'app_id' = :appId limit 1) as installed_version,
-            c.command_id, c.args->>'version' as command_version, c.state as command_state
+            r.received_at as reported_at,
+            c.command_id, c.args->>'version' as command_version, c.state as command_state,
+            c.updated_at as command_updated_at
        from car_status_reports r
        left join car_presence p on p.device_id = r.device_id
        left join lateral (
-         select command_id, args, state from car_commands
+         select command_id, args, state, updated_at from car_commands
           where name = 'app.install' and args->>'app_id' = :appId and device_id = r.device_id
           order by created_at desc, command_id
           limit 1

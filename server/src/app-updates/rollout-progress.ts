@@ -12,16 +12,17 @@ import { type CarRunningApp, carsRunningApp } from './cars-running-app.ts';
 
 type Standing = Exclude<keyof RolloutProgress, 'eligible'>;
 
-function standingOf(car: CarRunningApp, version: string): Standing {
-  if (car.installed_version === version) return 'installed';
-  if (car.command_version !== version) return 'waiting';
+/** Where `target` stands on the car: what it reports, else its latest install of it. */
+function standingOf(car: CarRunningApp, target: string): Standing {
+  if (car.installed_version === target) return 'installed';
+  if (car.command_version !== target) return 'waiting';
   switch (car.command_state) {
-    case 'completed':
-      return 'installed';
     case 'queued':
       return 'queued';
+    // Completed but not reported yet: still on its way, as far as anyone can tell.
     case 'sent':
     case 'accepted':
+    case 'completed':
       return 'sent';
     case 'failed':
     case 'rejected':
@@ -46,10 +47,12 @@ export async function rolloutProgress(db: Db, view: RolloutView): Promise<Rollou
   const version = await findVersion(db, view.row.version_id);
   if (!version) return progress;
   const rollout = { row: view.row, version };
+  // After a rollback, the counts follow the cars back to the version live before.
+  const target = view.row.state === 'rolled_back' ? view.previousVersion : version.version;
   for (const car of await carsRunningApp(db, view.row.app_id)) {
     if (!rolloutReaches(rollout, parseDeviceId(car.device_id))) continue;
     progress.eligible += 1;
-    progress[standingOf(car, version.version)] += 1;
+    progress[target === null ? 'waiting' : standingOf(car, target)] += 1;
   }
   return progress;
 }

@@ -20,6 +20,9 @@ import {
 } from './rollout-repository.ts';
 
 type RolloutMoveRequest = components['schemas']['RolloutMoveRequest'];
+
+/** The moves an admin may make on someone else's rollout: those that stop it. */
+const adminMoves: readonly RolloutMoveRequest['move'][] = ['pause', 'rollback'];
 export type Rollout = components['schemas']['Rollout'];
 export type RolloutProgress = components['schemas']['RolloutProgress'];
 
@@ -138,8 +141,12 @@ export function createRolloutService(deps: {
       const percent = percentOf(request);
       const view = await db.transaction(async (trx) => {
         const app = await visibleApp(trx, principal, appId);
-        if (app.owner_id !== principal.accountId) {
-          throw new ForbiddenError('not_your_move', "Only the app's developer moves its rollout.");
+        // An admin may stop a harmful rollout (pause, roll back); spreading it is the developer's.
+        if (app.owner_id !== principal.accountId && !adminMoves.includes(request.move)) {
+          throw new ForbiddenError(
+            'not_your_move',
+            "Only the app's developer raises, resumes or completes its rollout; an admin may pause it or roll it back.",
+          );
         }
         await lockApp(trx, appId);
         const rollout = await underWayOrRefuse(trx, appId);
