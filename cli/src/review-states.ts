@@ -21,9 +21,9 @@ const words: Record<ReviewState, string> = {
   removed: 'removed',
 };
 
-/** `rolling out (10 %)` when the rollout's percentage is known, else the state in words. */
-export function reviewStateInWords(state: ReviewState, rolloutPercent?: number): string {
-  if (state === 'rolling_out' && rolloutPercent !== undefined) return `rolling out (${rolloutPercent} %)`;
+/** `rolling out (10 %)` (or `10 %, paused`) when the rollout's share is known, else the state in words. */
+export function reviewStateInWords(state: ReviewState, rolloutShare?: string): string {
+  if (state === 'rolling_out' && rolloutShare !== undefined) return `rolling out (${rolloutShare})`;
   return words[state];
 }
 

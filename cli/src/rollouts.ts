@@ -46,7 +46,7 @@ export function rolloutAdvice(appId: string): Advice {
       rollout_ended: `See how it ended: \`svc rollout status ${appId}\`.`,
       rollout_paused: `Resume it with \`svc rollout resume ${appId}\`.`,
       rollout_not_paused: `See where it stands: \`svc rollout status ${appId}\`.`,
-      percent_only_grows: `Roll back instead: \`svc rollout rollback ${appId}\`.`,
+      percent_only_grows: `Complete it (\`svc rollout complete ${appId}\`) or roll it back (\`svc rollout rollback ${appId}\`).`,
     })[problem.code];
 }
 
@@ -113,6 +113,9 @@ export function nextMoves(rollout: Rollout): string | undefined {
   const app = rollout.app_id;
   switch (rollout.state) {
     case 'active':
+      if (rollout.percent === 100) {
+        return `It reaches every car in it: complete it to publish it (\`svc rollout complete ${app}\`), or pause or roll it back.`;
+      }
       return `Raise it with \`svc rollout set <percent> ${app}\`, or pause, complete or roll it back (\`svc rollout pause|complete|rollback ${app}\`).`;
     case 'paused':
       return `Paused: no install command is made until \`svc rollout resume ${app}\`; or complete or roll it back.`;

@@ -357,7 +357,7 @@ describe('svc release, withdraw and rollout', () => {
       [
         ['set', '5', appId],
         problem(409, 'percent_only_grows', 'The rollout is at 10 %: a percentage only grows.'),
-        /a percentage only grows\. \(percent_only_grows, HTTP 409\)\n {2}Roll back instead: `svc rollout rollback com\.example\.hello-car`/,
+        /a percentage only grows\. \(percent_only_grows, HTTP 409\)\n {2}Complete it \(`svc rollout complete com\.example\.hello-car`\) or roll it back \(`svc rollout rollback com\.example\.hello-car`\)/,
       ],
       [
         ['pause', appId],
@@ -488,11 +488,11 @@ describe('svc release, withdraw and rollout', () => {
     assert.match(run.stdout, /com\.example\.hello-car\s+Hello Car\s+1\.2\.0\s+approved\s+1\.0\.0/);
     assert.match(
       run.stderr,
-      /1\.2\.0 is approved: release it with `svc release com\.example\.hello-car 1\.2\.0`/,
+      /1\.2\.0 is approved: release it once the rollout under way has ended \(`svc rollout complete\|rollback com\.example\.hello-car`\)/,
     );
     assert.match(
       run.stderr,
-      /1\.1\.0 is rolling out to 10 % of the cars: follow it with `svc rollout status com\.example\.hello-car`/,
+      /1\.1\.0 is rolling out \(10 % of the cars\): follow it with `svc rollout status com\.example\.hello-car`/,
     );
 
     replies['GET /api/v1/mini-apps/mine'] = {
@@ -501,6 +501,9 @@ describe('svc release, withdraw and rollout', () => {
     };
     const rolling = await runSvc(['status'], env());
     assert.match(rolling.stdout, /1\.1\.0\s+rolling out \(10 %\)\s+1\.0\.0/);
+    replies[`GET ${rolloutPath}`] = { status: 200, body: rollout('paused', 50) };
+    const paused = await runSvc(['status'], env());
+    assert.match(paused.stdout, /1\.1\.0\s+rolling out \(50 %, paused\)\s+1\.0\.0/);
     replies['GET /api/v1/mini-apps/mine'] = {
       status: 200,
       body: mine(version('1.1.0', 'rolled_back'), version('1.0.0', 'in_review')),

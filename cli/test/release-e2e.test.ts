@@ -110,7 +110,7 @@ describe('releasing and rolling out with svc, end to end', () => {
     assert.match(listed.stdout, /com\.example\.staged\s+\S.*\s+1\.1\.0\s+rolling out \(10 %\)\s+1\.0\.0/);
     assert.match(
       listed.stderr,
-      /1\.1\.0 is rolling out to 10 % of the cars: follow it with `svc rollout status/,
+      /1\.1\.0 is rolling out \(10 % of the cars\): follow it with `svc rollout status/,
     );
 
     const json = await runSvc(['release', appId, '1.1.0', '--json'], env);
@@ -188,7 +188,7 @@ describe('releasing and rolling out with svc, end to end', () => {
     await refused(
       ['set', '20', appId],
       'percent_only_grows',
-      /Roll back instead: `svc rollout rollback com\.example\.staged`/,
+      /Complete it \(`svc rollout complete com\.example\.staged`\) or roll it back \(`svc rollout rollback com\.example\.staged`\)/,
     );
 
     const paused = await move('pause', appId);

@@ -53,11 +53,11 @@ export class StatusCommand extends DataCommand {
   }
 
   /**
-   * The percentage of each app's rollout under way, to say "rolling out (10 %)": one read of the
+   * The share of each app's rollout under way, to say "rolling out (10 %)" (or "10 %, paused"): one read of the
    * rollout per app that has a version rolling out. Only a nicety: when a read fails, the state
    * is said without it.
    */
-  private async rolloutPercents(apps: MiniApp[]): Promise<Map<string, number>> {
+  private async rolloutPercents(apps: MiniApp[]): Promise<Map<string, string>> {
     const rolling = apps.filter((app) => app.versions.some((v) => v.review_state === 'rolling_out'));
     if (rolling.length === 0) return new Map();
     const { readRollout } = await import('../rollouts.ts');
@@ -65,7 +65,8 @@ export class StatusCommand extends DataCommand {
     const read = await Promise.all(
       rolling.map((app) =>
         readRollout(session, app.id).then(
-          (rollout) => [app.id, rollout.percent] as const,
+          (rollout) =>
+            [app.id, `${rollout.percent} %${rollout.state === 'paused' ? ', paused' : ''}`] as const,
           () => undefined,
         ),
       ),
@@ -74,16 +75,21 @@ export class StatusCommand extends DataCommand {
   }
 
   /** What a developer can do next with a version that waits on them: release it, follow its rollout. */
-  private nextSteps(apps: MiniApp[], percents: Map<string, number>): void {
+  private nextSteps(apps: MiniApp[], percents: Map<string, string>): void {
     for (const app of apps) {
       for (const version of app.versions) {
         const percent = percents.get(app.id);
-        if (version.review_state === 'approved') {
+        const rollingOut = app.versions.some((other) => other.review_state === 'rolling_out');
+        if (version.review_state === 'approved' && rollingOut) {
+          this.context.stderr.write(
+            `  ${app.id} ${version.version} is approved: release it once the rollout under way has ended (\`svc rollout complete|rollback ${app.id}\`).\n`,
+          );
+        } else if (version.review_state === 'approved') {
           this.context.stderr.write(
             `  ${app.id} ${version.version} is approved: release it with \`svc release ${app.id} ${version.version}\` (--rollout <percent> for a staged rollout).\n`,
           );
         } else if (version.review_state === 'rolling_out') {
-          const at = percent === undefined ? '' : ` to ${percent} % of the cars`;
+          const at = percent === undefined ? '' : ` (${percent} of the cars)`;
           this.context.stderr.write(
             `  ${app.id} ${version.version} is rolling out${at}: follow it with \`svc rollout status ${app.id}\`.\n`,
           );

@@ -111,7 +111,9 @@ export function createRolloutService(deps: {
         if (percent === undefined || percent <= rollout.percent) {
           throw new ConflictError(
             'percent_only_grows',
-            `The rollout is at ${rollout.percent} %: a percentage only grows (the cars that got the version keep it); roll back to take it back.`,
+            rollout.percent === 100
+              ? 'The rollout is at 100 % already: complete it to publish the version, or roll it back.'
+              : `The rollout is at ${rollout.percent} %: a percentage only grows (the cars that got the version keep it); roll back to take it back.`,
           );
         }
         return { percent };
