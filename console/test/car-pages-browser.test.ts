@@ -99,10 +99,11 @@ describe.skipIf(missing !== undefined)(
         .getByText(`Paired the car ending ${lastFour(deviceId)} with your account.`)
         .waitFor();
 
+      // The notice comes as the pairing is answered; the list follows once it is read again.
       const cards = page.getByRole('list', { name: 'Your cars, newest first' }).getByRole('listitem');
-      assert.equal(await cards.count(), 1);
       const card = cards.first();
       await card.getByText(redactDeviceId(deviceId)).waitFor();
+      assert.equal(await cards.count(), 1);
       assert.match((await card.textContent()) ?? '', /Online/);
       assert.match((await card.textContent()) ?? '', /com\.example\.parking 1\.4\.2/);
       assert.ok(!(await inPage(page, nativeId)), 'the full device id is nowhere in the page');
