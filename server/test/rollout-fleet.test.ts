@@ -194,6 +194,13 @@ describe('a rollout to a simulated fleet', () => {
     // 1.0.0 after having completed 2.0.0, and are sent it again.
     await back.stop();
     const again = await simulate('away-restarted', away);
+    // The service still has their last report (2.0.0) until the new one comes: the cars' own
+    // words say when they installed it again.
+    await eventually(
+      'the restarted cars install 2.0.0 again',
+      () => again.shown.filter((line) => line.includes(` installs ${appId} 2.0.0`)).length === away.length,
+      30_000,
+    );
     await untilEveryCarRuns(away, () => '2.0.0');
 
     const rolledBack = await moveRollout({ move: 'rollback' });
