@@ -19,6 +19,15 @@ import {
 
 const startProcess = (dataDir: string) => startServiceProcess({ dataDir });
 
+/** A port nothing listens on just now. */
+async function freePort(): Promise<number> {
+  const probe = createServer();
+  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
+  const { port } = probe.address() as AddressInfo;
+  await new Promise((resolve) => probe.close(resolve));
+  return port;
+}
+
 describe('npm start', () => {
   const dataDir = mkdtempSync(join(tmpdir(), 'svc-data-'));
   afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
@@ -216,24 +225,26 @@ describe('npm start', () => {
       }
       assert.ok(!existsSync(join(portDataDir, 'svc.lock')), 'the refused start released the data folder');
       for (const args of [[], ['--check']]) {
-        // Its own PORT is the next port: the advice skips it. Another test file's server may
-        // hold that port for a moment; then the service rightly names PORT, and it tries again.
+        // Its own PORT is a free port, the next one when it is free: the advice never names it.
+        // Another test file's server may take that port for a moment; then the service rightly
+        // names PORT, and it tries again with another.
         let run: { code: number | null; stderr: string } = { code: null, stderr: '' };
+        let ownPort = port + 1;
         for (let attempt = 0; attempt < 10; attempt++) {
           run = await runToExit(
-            { PORT: String(port + 1), METRICS_PORT: String(port), DATA_DIR: portDataDir },
+            { PORT: String(ownPort), METRICS_PORT: String(port), DATA_DIR: portDataDir },
             args,
           );
-          if (!run.stderr.startsWith(`svc: PORT ${port + 1} is taken`)) break;
-          await new Promise((resolve) => setTimeout(resolve, 200));
+          if (!run.stderr.startsWith(`svc: PORT ${ownPort} is taken`)) break;
+          ownPort = await freePort();
         }
         assert.equal(run.code, 2, run.stderr);
-        assert.match(
-          run.stderr,
-          new RegExp(
-            `^svc: METRICS_PORT ${port} is taken on 127\\.0\\.0\\.1 .*such as METRICS_PORT=${port + 2} npm start.*\n$`,
-          ),
-        );
+        const said = new RegExp(
+          `^svc: METRICS_PORT ${port} is taken on 127\\.0\\.0\\.1 .*such as METRICS_PORT=(\\d+) npm start.*\n$`,
+        ).exec(run.stderr);
+        assert.ok(said, run.stderr);
+        assert.notEqual(Number(said[1]), ownPort, 'the advice names a port other than its own PORT');
+        assert.notEqual(Number(said[1]), port);
       }
     } finally {
       blocker.close();
