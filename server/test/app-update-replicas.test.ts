@@ -119,9 +119,12 @@ describe.skipIf(!onPostgres)('app updates on replicas of one database', () => {
       [],
       'no car was sent it twice',
     );
-    const install = await call(service.url, 'GET', carPath(cars[0]?.deviceId ?? '', 'install'), {
-      token: admin.token,
+    // And the service has it from the cars' own reports.
+    await eventually('the service has their reports', async () => {
+      const install = await call(service.url, 'GET', carPath(cars[0]?.deviceId ?? '', 'install'), {
+        token: admin.token,
+      });
+      return install.body.installed_apps[0]?.version === '1.1.0';
     });
-    assert.equal(install.body.installed_apps[0].version, '1.1.0');
   });
 });
