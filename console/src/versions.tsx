@@ -154,3 +154,12 @@ export function MoveWithReason({
     </form>
   );
 }
+
+/** A share of the cars as typed: the whole percentage from 1 to 100, or what to type instead. */
+export function percentOf(typed: string): { percent: number } | { refusal: string } {
+  const percent = Number(typed.trim());
+  if (!/^\d+$/.test(typed.trim()) || percent < 1 || percent > 100) {
+    return { refusal: 'Give a whole number from 1 to 100.' };
+  }
+  return { percent };
+}

@@ -13,7 +13,7 @@ import { type CarCredential, provisionCars, runCli } from '@svc/car-simulator';
 import { afterAll, beforeAll, describe, test } from 'vitest';
 import { cohortPoint } from '../src/mini-apps/cohort.ts';
 import { type Developer, signUpAdmin, signUpDeveloper } from './support/accounts.ts';
-import { carPath, publishMiniApp } from './support/commands.ts';
+import { publishMiniApp, reportedVersion } from './support/commands.ts';
 import { call, eventually } from './support/http.ts';
 import { startTestService, type TestService } from './support/service.ts';
 
@@ -90,11 +90,7 @@ describe('a rollout to a simulated fleet', () => {
   }
 
   /** The version of the app each car last reported, as the service has it. */
-  const reported = async (deviceId: string) => {
-    const install = await call(service.url, 'GET', carPath(deviceId, 'install'), { token: admin.token });
-    assert.equal(install.status, 200, JSON.stringify(install.body));
-    return install.body.installed_apps.find((app: { app_id: string }) => app.app_id === appId)?.version;
-  };
+  const reported = (deviceId: string) => reportedVersion(service.url, admin.token, deviceId, appId);
 
   async function untilEveryCarRuns(cars: CarCredential[], expected: (deviceId: string) => string) {
     let wrong: string[] = [];

@@ -11,7 +11,15 @@ import { afterAll, afterEach, beforeAll, describe, test } from 'vitest';
 import { carTopic, carTopicQos, carTopicRetain } from '../../generated/mqtt.ts';
 import { cohortPoint } from '../src/mini-apps/cohort.ts';
 import { type Developer, signUpAdmin, signUpDeveloper } from './support/accounts.ts';
-import { type BareCar, carPath, commandsOf, connectBareCar, publishMiniApp } from './support/commands.ts';
+import {
+  type BareCar,
+  carPath,
+  commandsOf,
+  connectBareCar,
+  installsOf as installsOfApp,
+  publishMiniApp,
+  reportedVersion,
+} from './support/commands.ts';
 import { call, eventually } from './support/http.ts';
 import { startTestService, type TestService } from './support/service.ts';
 
@@ -62,18 +70,10 @@ describe('app updates and rollouts', () => {
     );
   }
 
-  /** What the service has of the car's reported apps: the car reported it, not only acknowledged. */
-  async function reported(deviceId: string, appId: string) {
-    const install = await call(service.url, 'GET', carPath(deviceId, 'install'), { token: admin.token });
-    if (install.status !== 200) throw new Error(`${install.status} ${JSON.stringify(install.body)}`);
-    return install.body.installed_apps.find((app: { app_id: string }) => app.app_id === appId)?.version;
-  }
-
-  const installsOf = async (deviceId: string, appId: string) =>
-    (await commandsOf(service.url).list(admin.token, deviceId)).body.commands.filter(
-      (command: { name: string; args: { app_id?: string } }) =>
-        command.name === 'app.install' && command.args.app_id === appId,
-    );
+  const reported = (deviceId: string, appId: string) =>
+    reportedVersion(service.url, admin.token, deviceId, appId);
+  const installsOf = (deviceId: string, appId: string) =>
+    installsOfApp(service.url, admin.token, deviceId, appId);
 
   const moveVersion = (versionId: string, body: unknown, who: Developer = developer) =>
     call(service.url, 'POST', `/api/v1/mini-apps/versions/${versionId}/transitions`, {
@@ -335,16 +335,8 @@ describe('an update that expires while its car is away', () => {
   });
   afterAll(() => service?.stop());
 
-  const reported = async (deviceId: string) => {
-    const install = await call(service.url, 'GET', carPath(deviceId, 'install'), { token: admin.token });
-    assert.equal(install.status, 200, JSON.stringify(install.body));
-    return install.body.installed_apps.find((app: { app_id: string }) => app.app_id === appId)?.version;
-  };
-  const installsOf = async (deviceId: string) => {
-    const listed = await commandsOf(service.url).list(admin.token, deviceId);
-    assert.equal(listed.status, 200, JSON.stringify(listed.body));
-    return listed.body.commands.filter((command: { name: string }) => command.name === 'app.install');
-  };
+  const reported = (deviceId: string) => reportedVersion(service.url, admin.token, deviceId, appId);
+  const installsOf = (deviceId: string) => installsOfApp(service.url, admin.token, deviceId, appId);
 
   test('when an update expires while its car is away then it is sent again when the car comes back, and one the car failed is not sent again', async () => {
     await publishMiniApp(service.url, developer, admin, appId, '1.0.0');

@@ -15,6 +15,7 @@ import {
   DownloadPackage,
   type MiniAppVersion,
   moveVersion,
+  percentOf,
   ReviewStateBadge,
   refusedMove,
 } from '../versions.tsx';
@@ -202,12 +203,10 @@ function RollOut({
       noValidate
       onSubmit={(event) => {
         event.preventDefault();
-        const wanted = Number(percent);
-        if (!/^\d+$/.test(percent.trim()) || wanted < 1 || wanted > 100) {
-          return setError('Give a whole number from 1 to 100.');
-        }
+        const typed = percentOf(percent);
+        if ('refusal' in typed) return setError(typed.refusal);
         setError(undefined);
-        onRollOut(wanted);
+        onRollOut(typed.percent);
       }}
     >
       <Field

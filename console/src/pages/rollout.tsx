@@ -21,6 +21,7 @@ import {
 } from '../parts.tsx';
 import { useRefreshing } from '../refresh.ts';
 import { pages } from '../router.ts';
+import { percentOf } from '../versions.tsx';
 
 type Rollout = components['schemas']['Rollout'];
 type RolloutMove = components['schemas']['RolloutMoveRequest'];
@@ -239,11 +240,9 @@ function RaisePercent({
   const [error, setError] = useState<string>();
   const form = useFocusOnRefusal(error);
   const { busy, onSubmit } = useSubmit(async () => {
-    const wanted = Number(percent);
-    if (!/^\d+$/.test(percent.trim()) || wanted < 1 || wanted > 100) {
-      return setError('Give a whole number from 1 to 100.');
-    }
-    const refused = await onRaise(wanted);
+    const typed = percentOf(percent);
+    if ('refusal' in typed) return setError(typed.refusal);
+    const refused = await onRaise(typed.percent);
     if (refused) return setError(fieldErrors(refused).percent ?? refused.detail);
     setError(undefined);
     setPercent('');

@@ -4,7 +4,6 @@
  * device id leaves here: a developer sees how many, not which (docs/adr/0049).
  */
 import { parseDeviceId } from '../device-id.ts';
-import { findVersion } from '../mini-apps/mini-app-repository.ts';
 import { rolloutReaches } from '../mini-apps/published-apps.ts';
 import type { RolloutProgress, RolloutView } from '../mini-apps/rollout-service.ts';
 import type { Db } from '../store/db.ts';
@@ -44,8 +43,7 @@ export async function rolloutProgress(db: Db, view: RolloutView): Promise<Rollou
     failed: 0,
     expired: 0,
   };
-  const version = await findVersion(db, view.row.version_id);
-  if (!version) return progress;
+  const { version } = view;
   const rollout = { row: view.row, version };
   // After a rollback, the counts follow the cars back to the version live before.
   const target = view.row.state === 'rolled_back' ? view.previousVersion : version.version;

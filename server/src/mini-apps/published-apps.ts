@@ -13,7 +13,6 @@ import { inCohort } from './cohort.ts';
 import {
   findApp,
   findLiveVersion,
-  findVersion,
   findVersionOf,
   listVersionsOfApps,
   type VersionRow,
@@ -36,7 +35,7 @@ export async function releaseOf(db: Db, appId: string): Promise<Release> {
   const versions = await listVersionsOfApps(db, [appId]);
   const live = versions.find((version) => version.review_state === 'published');
   const rolloutRow = await findRolloutUnderWay(db, appId);
-  const rolloutVersion = rolloutRow && (await findVersion(db, rolloutRow.version_id));
+  const rolloutVersion = rolloutRow && versions.find((version) => version.id === rolloutRow.version_id);
   return {
     appId,
     live,

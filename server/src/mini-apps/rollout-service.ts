@@ -9,7 +9,14 @@ import type { Principal } from '../auth/principal.ts';
 import type { Clock } from '../clock.ts';
 import { ConflictError, ForbiddenError, InvalidError, NotFoundError } from '../errors.ts';
 import type { Db } from '../store/db.ts';
-import { findApp, findPublished, findVersion, lockApp, updateVersionState } from './mini-app-repository.ts';
+import {
+  findApp,
+  findPublished,
+  findVersion,
+  lockApp,
+  updateVersionState,
+  type VersionRow,
+} from './mini-app-repository.ts';
 import { supersede } from './mini-app-service.ts';
 import { checkMove } from './review.ts';
 import {
@@ -26,10 +33,11 @@ const adminMoves: readonly RolloutMoveRequest['move'][] = ['pause', 'rollback'];
 export type Rollout = components['schemas']['Rollout'];
 export type RolloutProgress = components['schemas']['RolloutProgress'];
 
-/** A rollout with the version numbers it is about. */
+/** A rollout with the versions it is about. */
 export interface RolloutView {
   row: RolloutRow;
-  version: string;
+  /** The version rolling out (its row goes with the rollout's: deleted together). */
+  version: VersionRow;
   previousVersion: string | null;
 }
 
@@ -37,7 +45,7 @@ export function toApiRollout(view: RolloutView, progress: RolloutProgress): Roll
   const { row } = view;
   return {
     app_id: row.app_id,
-    version: view.version,
+    version: view.version.version,
     previous_version: view.previousVersion,
     percent: row.percent,
     brands: row.brands,
@@ -49,9 +57,9 @@ export function toApiRollout(view: RolloutView, progress: RolloutProgress): Roll
 }
 
 async function viewOf(db: Db, row: RolloutRow): Promise<RolloutView> {
-  const version = await findVersion(db, row.version_id);
+  const version = (await findVersion(db, row.version_id)) as VersionRow;
   const previous = row.previous_version_id ? await findVersion(db, row.previous_version_id) : undefined;
-  return { row, version: version?.version ?? '', previousVersion: previous?.version ?? null };
+  return { row, version, previousVersion: previous?.version ?? null };
 }
 
 function percentOf(request: RolloutMoveRequest): number | undefined {

@@ -86,6 +86,28 @@ export function commandsOf(base: string) {
   };
 }
 
+/** The version of `appId` the car last reported, as the service has it: the car's own word. */
+export async function reportedVersion(
+  base: string,
+  token: string,
+  deviceId: string,
+  appId: string,
+): Promise<string | undefined> {
+  const install = await call(base, 'GET', carPath(deviceId, 'install'), { token });
+  assert.equal(install.status, 200, JSON.stringify(install.body));
+  return install.body.installed_apps.find((app: { app_id: string }) => app.app_id === appId)?.version;
+}
+
+/** The car's `app.install` commands of `appId`, newest first. */
+export async function installsOf(base: string, token: string, deviceId: string, appId: string) {
+  const listed = await commandsOf(base).list(token, deviceId);
+  assert.equal(listed.status, 200, JSON.stringify(listed.body));
+  return listed.body.commands.filter(
+    (command: { name: string; args: { app_id?: string } }) =>
+      command.name === 'app.install' && command.args.app_id === appId,
+  ) as { state: string; args: { version?: string } }[];
+}
+
 /**
  * Pairs `owner` with a connected simulated car as a person would: asks for a code, reads it off
  * the car's screen, types it back.
