@@ -831,6 +831,186 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/webhooks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List my webhook endpoints
+         * @description The signed-in account's webhook endpoints, oldest first, without their secrets.
+         */
+        get: operations["listWebhooks"];
+        put?: never;
+        /**
+         * Register a webhook endpoint
+         * @description Registers a URL to receive the account's events of the listed types, and answers with its
+         *     signing secret, shown this once. An endpoint sees only what its account may see: review and
+         *     rollout events of the account's own apps, command and presence events of the account's own
+         *     cars. 422 `invalid_webhook_url` says what is wrong with the URL (not `https://`, a user name
+         *     or password in it, an address not allowed); 409 `too_many_webhooks` past 16 endpoints.
+         */
+        post: operations["createWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/webhooks/{webhook_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The webhook endpoint's id, as `POST /api/v1/webhooks` gave it.
+                 * @example 5b0f3c2e-8d4a-4f61-9a7e-2c1d0e9b8a76
+                 */
+                webhook_id: components["parameters"]["WebhookIdPath"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Show a webhook endpoint
+         * @description One of the account's endpoints (404 for anyone else's).
+         */
+        get: operations["getWebhook"];
+        put?: never;
+        post?: never;
+        /**
+         * Remove a webhook endpoint
+         * @description The endpoint is sent nothing more, and its deliveries and their log are deleted.
+         */
+        delete: operations["deleteWebhook"];
+        options?: never;
+        head?: never;
+        /**
+         * Change a webhook endpoint
+         * @description Changes its URL, event types or description, or disables or enables it. Enabling an endpoint
+         *     the service disabled after it kept failing starts its deliveries again, from the ones still
+         *     pending.
+         */
+        patch: operations["updateWebhook"];
+        trace?: never;
+    };
+    "/api/v1/webhooks/{webhook_id}/secret-rotations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The webhook endpoint's id, as `POST /api/v1/webhooks` gave it.
+                 * @example 5b0f3c2e-8d4a-4f61-9a7e-2c1d0e9b8a76
+                 */
+                webhook_id: components["parameters"]["WebhookIdPath"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Rotate a webhook endpoint's signing secret
+         * @description Makes a new signing secret, shown this once. The previous one keeps signing beside it for
+         *     `previous_secret_lasts_seconds` (a day unless asked otherwise), so each delivery carries two
+         *     signatures until the receiver has the new secret.
+         */
+        post: operations["rotateWebhookSecret"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/webhooks/{webhook_id}/pings": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The webhook endpoint's id, as `POST /api/v1/webhooks` gave it.
+                 * @example 5b0f3c2e-8d4a-4f61-9a7e-2c1d0e9b8a76
+                 */
+                webhook_id: components["parameters"]["WebhookIdPath"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send a test ping
+         * @description Sends the endpoint a `webhook.ping` event, signed and delivered like any other (with its
+         *     retries), and answers with the delivery to follow in the log. 409 `webhook_disabled` when the
+         *     endpoint is disabled: enable it first.
+         */
+        post: operations["pingWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/webhooks/{webhook_id}/deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The webhook endpoint's id, as `POST /api/v1/webhooks` gave it.
+                 * @example 5b0f3c2e-8d4a-4f61-9a7e-2c1d0e9b8a76
+                 */
+                webhook_id: components["parameters"]["WebhookIdPath"];
+            };
+            cookie?: never;
+        };
+        /**
+         * The endpoint's delivery log
+         * @description The endpoint's deliveries, newest first, each with its attempts (when, the receiver's status,
+         *     how long it took, the first bytes of its answer). Kept 30 days.
+         */
+        get: operations["listWebhookDeliveries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/webhooks/{webhook_id}/deliveries/{delivery_id}/redeliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The webhook endpoint's id, as `POST /api/v1/webhooks` gave it.
+                 * @example 5b0f3c2e-8d4a-4f61-9a7e-2c1d0e9b8a76
+                 */
+                webhook_id: components["parameters"]["WebhookIdPath"];
+                /**
+                 * @description One delivery of an event to the endpoint, as its delivery log lists it.
+                 * @example 9a7e2c1d-0e9b-4a76-8b0f-3c2e5b0f8d4a
+                 */
+                delivery_id: components["parameters"]["DeliveryIdPath"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Deliver an event again
+         * @description Sends the delivery's event to the endpoint once more, as a new delivery with its own
+         *     attempts and the same event id (`webhook-id`), so a receiver that has it already can tell.
+         *     409 `webhook_disabled` when the endpoint is disabled.
+         */
+        post: operations["redeliverWebhookDelivery"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/admin/cars": {
         parameters: {
             query?: never;
@@ -1112,7 +1292,176 @@ export interface paths {
         trace?: never;
     };
 }
-export type webhooks = Record<string, never>;
+export interface webhooks {
+    "mini_app.review_state_changed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A version of one of your apps moved in review.
+         * @description POSTed to each endpoint of the account that lists `mini_app.review_state_changed` in its `events`, signed with the
+         *     endpoint's secret: verify `webhook-signature` over `<webhook-id>.<webhook-timestamp>.<body>`
+         *     (HMAC-SHA256; `verifyWebhook` in `@svc/sdk` does it), refuse a timestamp more than five
+         *     minutes away, and drop an id you have had already. Answer 2xx within 10 seconds; anything
+         *     else is tried again later.
+         */
+        post: operations["onMiniAppReviewStateChanged"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "mini_app.rollout_moved": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * One of your rollouts moved.
+         * @description POSTed to each endpoint of the account that lists `mini_app.rollout_moved` in its `events`, signed with the
+         *     endpoint's secret: verify `webhook-signature` over `<webhook-id>.<webhook-timestamp>.<body>`
+         *     (HMAC-SHA256; `verifyWebhook` in `@svc/sdk` does it), refuse a timestamp more than five
+         *     minutes away, and drop an id you have had already. Answer 2xx within 10 seconds; anything
+         *     else is tried again later.
+         */
+        post: operations["onMiniAppRolloutMoved"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "mini_app.rollout_completed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * One of your rollouts completed.
+         * @description POSTed to each endpoint of the account that lists `mini_app.rollout_completed` in its `events`, signed with the
+         *     endpoint's secret: verify `webhook-signature` over `<webhook-id>.<webhook-timestamp>.<body>`
+         *     (HMAC-SHA256; `verifyWebhook` in `@svc/sdk` does it), refuse a timestamp more than five
+         *     minutes away, and drop an id you have had already. Answer 2xx within 10 seconds; anything
+         *     else is tried again later.
+         */
+        post: operations["onMiniAppRolloutCompleted"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "command.state_changed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A command for one of your cars moved.
+         * @description POSTed to each endpoint of the account that lists `command.state_changed` in its `events`, signed with the
+         *     endpoint's secret: verify `webhook-signature` over `<webhook-id>.<webhook-timestamp>.<body>`
+         *     (HMAC-SHA256; `verifyWebhook` in `@svc/sdk` does it), refuse a timestamp more than five
+         *     minutes away, and drop an id you have had already. Answer 2xx within 10 seconds; anything
+         *     else is tried again later.
+         */
+        post: operations["onCommandStateChanged"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "car.online": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * One of your cars connected.
+         * @description POSTed to each endpoint of the account that lists `car.online` in its `events`, signed with the
+         *     endpoint's secret: verify `webhook-signature` over `<webhook-id>.<webhook-timestamp>.<body>`
+         *     (HMAC-SHA256; `verifyWebhook` in `@svc/sdk` does it), refuse a timestamp more than five
+         *     minutes away, and drop an id you have had already. Answer 2xx within 10 seconds; anything
+         *     else is tried again later.
+         */
+        post: operations["onCarOnline"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "car.offline": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * One of your cars went away.
+         * @description POSTed to each endpoint of the account that lists `car.offline` in its `events`, signed with the
+         *     endpoint's secret: verify `webhook-signature` over `<webhook-id>.<webhook-timestamp>.<body>`
+         *     (HMAC-SHA256; `verifyWebhook` in `@svc/sdk` does it), refuse a timestamp more than five
+         *     minutes away, and drop an id you have had already. Answer 2xx within 10 seconds; anything
+         *     else is tried again later.
+         */
+        post: operations["onCarOffline"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "webhook.ping": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * The test ping you sent.
+         * @description POSTed to each endpoint of the account that lists `webhook.ping` in its `events`, signed with the
+         *     endpoint's secret: verify `webhook-signature` over `<webhook-id>.<webhook-timestamp>.<body>`
+         *     (HMAC-SHA256; `verifyWebhook` in `@svc/sdk` does it), refuse a timestamp more than five
+         *     minutes away, and drop an id you have had already. Answer 2xx within 10 seconds; anything
+         *     else is tried again later.
+         */
+        post: operations["onWebhookPing"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+}
 export interface components {
     schemas: {
         /**
@@ -2382,6 +2731,272 @@ export interface components {
             expires_at: string;
         };
         /**
+         * WebhookUrl
+         * Format: uri
+         * @description Where events are POSTed: an `https://` URL with no user name, password or fragment, whose host
+         *     resolves to a public address. Loopback, private, link-local and metadata addresses are refused,
+         *     when the endpoint is registered and again on every connection, unless the operator allows them
+         *     (`SVC_WEBHOOK_ALLOW_PRIVATE`, which also allows `http://`).
+         * @example https://hooks.example.com/svc
+         */
+        WebhookUrl: string;
+        /**
+         * WebhookEventType
+         * @description What an event says happened; each type's payload is described under `webhooks`.
+         *     `mini_app.review_state_changed` (a version of one of your apps moved in review),
+         *     `mini_app.rollout_moved` (a move of one of your apps' rollouts: started, raised, paused,
+         *     resumed, rolled back), `mini_app.rollout_completed` (the rollout completed: its version is live
+         *     for every car), `command.state_changed` (a command for one of your cars moved),
+         *     `car.online` and `car.offline` (one of your cars connected or went away), and `webhook.ping`
+         *     (the test ping you asked for; always delivered, whatever `events` lists).
+         * @enum {string}
+         */
+        WebhookEventType: "mini_app.review_state_changed" | "mini_app.rollout_moved" | "mini_app.rollout_completed" | "command.state_changed" | "car.online" | "car.offline" | "webhook.ping";
+        /**
+         * WebhookEndpoint
+         * @description A URL that receives the account's events, signed as the Standard Webhooks specification says.
+         *     Its signing secret is shown once, when it is made or rotated.
+         * @example {
+         *       "webhook_id": "5b0f3c2e-8d4a-4f61-9a7e-2c1d0e9b8a76",
+         *       "url": "https://hooks.example.com/svc",
+         *       "description": "Fleet dashboard",
+         *       "events": [
+         *         "command.state_changed",
+         *         "car.online",
+         *         "car.offline"
+         *       ],
+         *       "enabled": true,
+         *       "disabled_reason": null,
+         *       "disabled_at": null,
+         *       "failing_since": null,
+         *       "previous_secret_expires_at": null,
+         *       "created_at": "2026-11-28T09:00:00Z",
+         *       "updated_at": "2026-11-28T09:00:00Z"
+         *     }
+         */
+        WebhookEndpoint: {
+            /** Format: uuid */
+            webhook_id: string;
+            url: components["schemas"]["WebhookUrl"];
+            /** @description The owner's note on what the endpoint is for; empty when none was given. */
+            description: string;
+            /** @description The event types sent to this endpoint. */
+            events: components["schemas"]["WebhookEventType"][];
+            /** @description Whether events are sent; a disabled endpoint is sent nothing until it is enabled again. */
+            enabled: boolean;
+            /**
+             * @description Why the endpoint is disabled: `failing` when the service disabled it after every attempt
+             *     failed for the operator's `SVC_WEBHOOK_DISABLE_AFTER` (3 days unless set otherwise),
+             *     `owner` when its owner did; null while enabled.
+             * @enum {string|null}
+             */
+            disabled_reason: "failing" | "owner" | null;
+            /** Format: date-time */
+            disabled_at: string | null;
+            /**
+             * Format: date-time
+             * @description The first failed attempt since the endpoint's last delivered one; null while deliveries succeed.
+             */
+            failing_since: string | null;
+            /**
+             * Format: date-time
+             * @description After a rotation, until when the previous secret still signs beside the new one (each
+             *     delivery then carries two signatures); null when only one secret signs.
+             */
+            previous_secret_expires_at: string | null;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            updated_at: string;
+        };
+        /**
+         * WebhookEndpointList
+         * @example {
+         *       "webhooks": [
+         *         {
+         *           "webhook_id": "5b0f3c2e-8d4a-4f61-9a7e-2c1d0e9b8a76",
+         *           "url": "https://hooks.example.com/svc",
+         *           "description": "Fleet dashboard",
+         *           "events": [
+         *             "command.state_changed"
+         *           ],
+         *           "enabled": true,
+         *           "disabled_reason": null,
+         *           "disabled_at": null,
+         *           "failing_since": null,
+         *           "previous_secret_expires_at": null,
+         *           "created_at": "2026-11-28T09:00:00Z",
+         *           "updated_at": "2026-11-28T09:00:00Z"
+         *         }
+         *       ]
+         *     }
+         */
+        WebhookEndpointList: {
+            /** @description The account's endpoints, oldest first. */
+            webhooks: components["schemas"]["WebhookEndpoint"][];
+        };
+        /**
+         * WebhookCreateRequest
+         * @example {
+         *       "url": "https://hooks.example.com/svc",
+         *       "events": [
+         *         "command.state_changed",
+         *         "car.online",
+         *         "car.offline"
+         *       ]
+         *     }
+         */
+        WebhookCreateRequest: {
+            url: components["schemas"]["WebhookUrl"];
+            events: components["schemas"]["WebhookEventType"][];
+            /** @description A note on what the endpoint is for. Empty when left out. */
+            description?: string;
+        };
+        /**
+         * WebhookSecret
+         * @description The endpoint with its signing secret, shown this once: keep it where your receiver reads it
+         *     (`verifyWebhook` in `@svc/sdk`). The service keeps it encrypted and never shows it again.
+         * @example {
+         *       "webhook": {
+         *         "webhook_id": "5b0f3c2e-8d4a-4f61-9a7e-2c1d0e9b8a76",
+         *         "url": "https://hooks.example.com/svc",
+         *         "description": "",
+         *         "events": [
+         *           "mini_app.review_state_changed"
+         *         ],
+         *         "enabled": true,
+         *         "disabled_reason": null,
+         *         "disabled_at": null,
+         *         "failing_since": null,
+         *         "previous_secret_expires_at": null,
+         *         "created_at": "2026-11-28T09:00:00Z",
+         *         "updated_at": "2026-11-28T09:00:00Z"
+         *       },
+         *       "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSwMfKQ9r8GKYo="
+         *     }
+         */
+        WebhookSecret: {
+            webhook: components["schemas"]["WebhookEndpoint"];
+            /** @description The signing secret in the Standard Webhooks form, `whsec_` and the base64 of 32 random bytes. */
+            secret: string;
+        };
+        /**
+         * WebhookUpdateRequest
+         * @description What to change; what is left out stays. `enabled` true enables an endpoint the service disabled.
+         * @example {
+         *       "enabled": true
+         *     }
+         */
+        WebhookUpdateRequest: {
+            url?: components["schemas"]["WebhookUrl"];
+            events?: components["schemas"]["WebhookEventType"][];
+            description?: string;
+            enabled?: boolean;
+        };
+        /**
+         * WebhookSecretRotationRequest
+         * @example {
+         *       "previous_secret_lasts_seconds": 3600
+         *     }
+         */
+        WebhookSecretRotationRequest: {
+            /**
+             * @description How long the previous secret keeps signing beside the new one, so receivers can switch
+             *     without missing a delivery: 86400 (a day) when left out, 0 to stop it at once, at most 7 days.
+             */
+            previous_secret_lasts_seconds?: number;
+        };
+        /**
+         * WebhookAttempt
+         * @description One try at delivering an event to the endpoint.
+         * @example {
+         *       "attempted_at": "2026-11-28T09:00:01Z",
+         *       "status": 500,
+         *       "duration_ms": 41,
+         *       "response": "Internal Server Error",
+         *       "error": "status"
+         *     }
+         */
+        WebhookAttempt: {
+            /** Format: date-time */
+            attempted_at: string;
+            /** @description The receiver's HTTP status; null when none came (refused, timed out, unreachable). */
+            status: number | null;
+            duration_ms: number;
+            /** @description The first bytes of the receiver's answer (at most 1 KiB), as text. */
+            response: string;
+            /**
+             * @description Why the attempt failed when the receiver gave no 2xx: `status` (a non-2xx answer),
+             *     `timeout`, `address_refused` (the host resolved to an address not allowed), `redirect`
+             *     (redirects are not followed), `connection_failed`, `answer_too_large`; null when delivered.
+             */
+            error: string | null;
+        };
+        /**
+         * WebhookDelivery
+         * @description One event on its way to one endpoint, with its attempts. `pending` until an attempt is
+         *     answered with 2xx (`delivered`) or the retries are spent (`failed`, after about three days);
+         *     a failed attempt is retried after 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h, 24 h and 24 h.
+         * @example {
+         *       "delivery_id": "9a7e2c1d-0e9b-4a76-8b0f-3c2e5b0f8d4a",
+         *       "webhook_id": "5b0f3c2e-8d4a-4f61-9a7e-2c1d0e9b8a76",
+         *       "event_id": "evt_2c1d0e9b8a764f619a7e5b0f3c2e8d4a",
+         *       "event_type": "command.state_changed",
+         *       "state": "delivered",
+         *       "next_attempt_at": null,
+         *       "created_at": "2026-11-28T09:00:00Z",
+         *       "attempts": [
+         *         {
+         *           "attempted_at": "2026-11-28T09:00:05Z",
+         *           "status": 200,
+         *           "duration_ms": 38,
+         *           "response": "ok",
+         *           "error": null
+         *         },
+         *         {
+         *           "attempted_at": "2026-11-28T09:00:00Z",
+         *           "status": 500,
+         *           "duration_ms": 41,
+         *           "response": "Internal Server Error",
+         *           "error": "status"
+         *         }
+         *       ]
+         *     }
+         */
+        WebhookDelivery: {
+            /** Format: uuid */
+            delivery_id: string;
+            /** Format: uuid */
+            webhook_id: string;
+            /** @description The event's id, sent as `webhook-id`; the same on every attempt and redelivery, so receivers can drop duplicates. */
+            event_id: string;
+            event_type: components["schemas"]["WebhookEventType"];
+            /** @enum {string} */
+            state: "pending" | "delivered" | "failed";
+            /**
+             * Format: date-time
+             * @description When the next attempt is due; null once delivered or failed.
+             */
+            next_attempt_at: string | null;
+            /** Format: date-time */
+            created_at: string;
+            /** @description Its attempts, newest first. */
+            attempts: components["schemas"]["WebhookAttempt"][];
+        };
+        /**
+         * WebhookDeliveryList
+         * @example {
+         *       "deliveries": [],
+         *       "next_cursor": null
+         *     }
+         */
+        WebhookDeliveryList: {
+            /** @description The endpoint's deliveries, newest first (kept 30 days). */
+            deliveries: components["schemas"]["WebhookDelivery"][];
+            /** @description Pass as `cursor` for the next page; null on the last page. */
+            next_cursor: string | null;
+        };
+        /**
          * ProvisionCarRequest
          * @description Registers a vehicle with the service and creates its MQTT credential.
          * @example {
@@ -2653,6 +3268,198 @@ export interface components {
             /** @description Readiness only; each dependency and whether it works: `store` (answers within about a second), `key_value_store` (Redis with REDIS_URL, else the store's key-value table, answers within about a second), `mqtt_bridge` (connected to the broker and subscribed to the cars' topics, the commands' connection up, and its commands not refused by the broker). */
             checks?: {
                 [key: string]: "ok" | "failing";
+            };
+        };
+        /**
+         * ReviewStateChangedEvent
+         * @description A version of one of the account's mini-apps moved in review (sent to the app's developer).
+         * @example {
+         *       "type": "mini_app.review_state_changed",
+         *       "timestamp": "2026-11-28T09:00:00Z",
+         *       "data": {
+         *         "app_id": "com.example.hello-car",
+         *         "version_id": "7d3f1a2b-4c5d-4e6f-8a9b-0c1d2e3f4a5b",
+         *         "version": "1.1.0",
+         *         "from": "in_review",
+         *         "to": "approved",
+         *         "reason": null
+         *       }
+         *     }
+         */
+        ReviewStateChangedEvent: {
+            /** @constant */
+            type: "mini_app.review_state_changed";
+            /** Format: date-time */
+            timestamp: string;
+            data: {
+                app_id: components["schemas"]["AppId"];
+                /** Format: uuid */
+                version_id: string;
+                version: string;
+                /** @description The state it left; null for a version just submitted. */
+                from: components["schemas"]["ReviewState"] | null;
+                to: components["schemas"]["ReviewState"];
+                /** @description The reason given with `rejected` or `removed`; null otherwise. */
+                reason: string | null;
+            };
+        };
+        /**
+         * RolloutMovedEvent
+         * @description One of the account's rollouts moved (sent to the app's developer): `started`, `percent_raised`,
+         *     `paused`, `resumed` or `rolled_back`, with the rollout and its progress right after the move.
+         * @example {
+         *       "type": "mini_app.rollout_moved",
+         *       "timestamp": "2026-11-28T10:00:00Z",
+         *       "data": {
+         *         "move": "percent_raised",
+         *         "rollout": {
+         *           "app_id": "com.example.hello-car",
+         *           "version": "1.1.0",
+         *           "previous_version": "1.0.0",
+         *           "percent": 25,
+         *           "brands": null,
+         *           "state": "active",
+         *           "progress": {
+         *             "eligible": 40,
+         *             "waiting": 28,
+         *             "queued": 0,
+         *             "sent": 2,
+         *             "installed": 10,
+         *             "failed": 0,
+         *             "expired": 0
+         *           },
+         *           "created_at": "2026-11-28T09:00:00Z",
+         *           "updated_at": "2026-11-28T10:00:00Z"
+         *         }
+         *       }
+         *     }
+         */
+        RolloutMovedEvent: {
+            /** @constant */
+            type: "mini_app.rollout_moved";
+            /** Format: date-time */
+            timestamp: string;
+            data: {
+                /** @enum {string} */
+                move: "started" | "percent_raised" | "paused" | "resumed" | "rolled_back";
+                rollout: components["schemas"]["Rollout"];
+            };
+        };
+        /**
+         * RolloutCompletedEvent
+         * @description One of the account's rollouts completed (sent to the app's developer): its version is now
+         *     `published` for every car, and the version before it `superseded`.
+         * @example {
+         *       "type": "mini_app.rollout_completed",
+         *       "timestamp": "2026-11-28T12:00:00Z",
+         *       "data": {
+         *         "rollout": {
+         *           "app_id": "com.example.hello-car",
+         *           "version": "1.1.0",
+         *           "previous_version": "1.0.0",
+         *           "percent": 100,
+         *           "brands": null,
+         *           "state": "completed",
+         *           "progress": {
+         *             "eligible": 40,
+         *             "waiting": 28,
+         *             "queued": 0,
+         *             "sent": 2,
+         *             "installed": 10,
+         *             "failed": 0,
+         *             "expired": 0
+         *           },
+         *           "created_at": "2026-11-28T09:00:00Z",
+         *           "updated_at": "2026-11-28T10:00:00Z"
+         *         }
+         *       }
+         *     }
+         */
+        RolloutCompletedEvent: {
+            /** @constant */
+            type: "mini_app.rollout_completed";
+            /** Format: date-time */
+            timestamp: string;
+            data: {
+                rollout: components["schemas"]["Rollout"];
+            };
+        };
+        /**
+         * CommandStateChangedEvent
+         * @description A command for one of the account's cars moved (sent to the car's owner), with the command as
+         *     `GET /api/v1/cars/{device_id}/commands/{command_id}` shows it right after the move.
+         * @example {
+         *       "type": "command.state_changed",
+         *       "timestamp": "2026-11-23T09:30:01Z",
+         *       "data": {
+         *         "command_id": "0b8e7c1e-3f5a-4c2d-9a41-6f0d2b7c9e15",
+         *         "device_id": "brand_a:1HGCM82633A004352",
+         *         "brand": "brand_a",
+         *         "name": "doors.lock",
+         *         "args": {},
+         *         "state": "completed",
+         *         "detail": null,
+         *         "created_at": "2026-11-23T09:30:00Z",
+         *         "updated_at": "2026-11-23T09:30:01Z",
+         *         "expires_at": "2026-11-23T09:35:00Z"
+         *       }
+         *     }
+         */
+        CommandStateChangedEvent: {
+            /** @constant */
+            type: "command.state_changed";
+            /** Format: date-time */
+            timestamp: string;
+            data: components["schemas"]["Command"];
+        };
+        /**
+         * CarPresenceEvent
+         * @description One of the account's cars connected (`car.online`) or went away (`car.offline`; its last will,
+         *     or the service ending its connection), sent to the car's owner. Sent when its presence changes,
+         *     not for every message the car sends; `at` is when the car made the connection the change is about.
+         * @example {
+         *       "type": "car.offline",
+         *       "timestamp": "2026-11-28T09:10:00Z",
+         *       "data": {
+         *         "device_id": "brand_a:1HGCM82633A004352",
+         *         "brand": "brand_a",
+         *         "online": false,
+         *         "at": "2026-11-28T08:00:00Z"
+         *       }
+         *     }
+         */
+        CarPresenceEvent: {
+            /** @enum {string} */
+            type: "car.online" | "car.offline";
+            /** Format: date-time */
+            timestamp: string;
+            data: {
+                device_id: components["schemas"]["DeviceId"];
+                brand: components["schemas"]["Brand"];
+                online: boolean;
+                /** Format: date-time */
+                at: string;
+            };
+        };
+        /**
+         * WebhookPingEvent
+         * @description The test ping its owner sent to the endpoint (`POST /api/v1/webhooks/{webhook_id}/pings`).
+         * @example {
+         *       "type": "webhook.ping",
+         *       "timestamp": "2026-11-28T09:00:00Z",
+         *       "data": {
+         *         "webhook_id": "5b0f3c2e-8d4a-4f61-9a7e-2c1d0e9b8a76"
+         *       }
+         *     }
+         */
+        WebhookPingEvent: {
+            /** @constant */
+            type: "webhook.ping";
+            /** Format: date-time */
+            timestamp: string;
+            data: {
+                /** Format: uuid */
+                webhook_id: string;
             };
         };
     };
@@ -3124,10 +3931,37 @@ export interface components {
          * @example 0b8e7c1e-3f5a-4c2d-9a41-6f0d2b7c9e15
          */
         CommandIdPath: string;
+        /**
+         * @description The webhook endpoint's id, as `POST /api/v1/webhooks` gave it.
+         * @example 5b0f3c2e-8d4a-4f61-9a7e-2c1d0e9b8a76
+         */
+        WebhookIdPath: string;
+        /**
+         * @description One delivery of an event to the endpoint, as its delivery log lists it.
+         * @example 9a7e2c1d-0e9b-4a76-8b0f-3c2e5b0f8d4a
+         */
+        DeliveryIdPath: string;
         /** @description The brand, as its wire string (`brand_a` … `brand_d`). */
         BrandPath: components["schemas"]["Brand"];
         /** @description The connector's name within its brand, as given when it was created. */
         ConnectorNamePath: components["schemas"]["ConnectorName"];
+        /**
+         * @description The event's id, the same on every attempt and redelivery of it; drop one you have had already.
+         * @example evt_2c1d0e9b8a764f619a7e5b0f3c2e8d4a
+         */
+        WebhookIdHeader: string;
+        /**
+         * @description When this attempt was signed, in seconds since the Unix epoch; refuse one more than five minutes from your clock.
+         * @example 1764320400
+         */
+        WebhookTimestampHeader: string;
+        /**
+         * @description Space-separated signatures `v1,<base64>`, each the HMAC-SHA256 of
+         *     `<webhook-id>.<webhook-timestamp>.<body>` keyed by the base64-decoded part of a `whsec_` secret;
+         *     two during a secret's rotation. Accept the request when any one matches.
+         * @example v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=
+         */
+        WebhookSignatureHeader: string;
     };
     requestBodies: never;
     headers: {
@@ -4289,6 +5123,312 @@ export interface operations {
             503: components["responses"]["ServiceUnavailable"];
         };
     };
+    listWebhooks: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The account's endpoints. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookEndpointList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            426: components["responses"]["UpgradeRequired"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    createWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookCreateRequest"];
+            };
+        };
+        responses: {
+            /** @description The endpoint and its signing secret, shown this once. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookSecret"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            408: components["responses"]["RequestTimeout"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["UnprocessableEntity"];
+            426: components["responses"]["UpgradeRequired"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The webhook endpoint's id, as `POST /api/v1/webhooks` gave it.
+                 * @example 5b0f3c2e-8d4a-4f61-9a7e-2c1d0e9b8a76
+                 */
+                webhook_id: components["parameters"]["WebhookIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The endpoint. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookEndpoint"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            426: components["responses"]["UpgradeRequired"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    deleteWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The webhook endpoint's id, as `POST /api/v1/webhooks` gave it.
+                 * @example 5b0f3c2e-8d4a-4f61-9a7e-2c1d0e9b8a76
+                 */
+                webhook_id: components["parameters"]["WebhookIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Removed. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            426: components["responses"]["UpgradeRequired"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    updateWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The webhook endpoint's id, as `POST /api/v1/webhooks` gave it.
+                 * @example 5b0f3c2e-8d4a-4f61-9a7e-2c1d0e9b8a76
+                 */
+                webhook_id: components["parameters"]["WebhookIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookUpdateRequest"];
+            };
+        };
+        responses: {
+            /** @description The endpoint after the change. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookEndpoint"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["UnprocessableEntity"];
+            426: components["responses"]["UpgradeRequired"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    rotateWebhookSecret: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The webhook endpoint's id, as `POST /api/v1/webhooks` gave it.
+                 * @example 5b0f3c2e-8d4a-4f61-9a7e-2c1d0e9b8a76
+                 */
+                webhook_id: components["parameters"]["WebhookIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["WebhookSecretRotationRequest"];
+            };
+        };
+        responses: {
+            /** @description The endpoint and its new signing secret, shown this once. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookSecret"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            426: components["responses"]["UpgradeRequired"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    pingWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The webhook endpoint's id, as `POST /api/v1/webhooks` gave it.
+                 * @example 5b0f3c2e-8d4a-4f61-9a7e-2c1d0e9b8a76
+                 */
+                webhook_id: components["parameters"]["WebhookIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The ping's delivery, pending. */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookDelivery"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            426: components["responses"]["UpgradeRequired"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listWebhookDeliveries: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Where the page starts: the `next_cursor` of the page before, as given. Opaque; a cursor that is
+                 *     not one is answered with 400 `invalid_cursor`.
+                 * @example WyIyMDI2LTExLTIwVDA4OjAwOjAwLjAwMFoiLCJicmFuZF9hOjFIR0NNODI2MzNBMDA0MzUyIl0
+                 */
+                cursor?: components["parameters"]["PageCursor"];
+                /**
+                 * @description The most items one page holds.
+                 * @example 50
+                 */
+                limit?: components["parameters"]["PageLimit"];
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description The webhook endpoint's id, as `POST /api/v1/webhooks` gave it.
+                 * @example 5b0f3c2e-8d4a-4f61-9a7e-2c1d0e9b8a76
+                 */
+                webhook_id: components["parameters"]["WebhookIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of the log. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookDeliveryList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            426: components["responses"]["UpgradeRequired"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    redeliverWebhookDelivery: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The webhook endpoint's id, as `POST /api/v1/webhooks` gave it.
+                 * @example 5b0f3c2e-8d4a-4f61-9a7e-2c1d0e9b8a76
+                 */
+                webhook_id: components["parameters"]["WebhookIdPath"];
+                /**
+                 * @description One delivery of an event to the endpoint, as its delivery log lists it.
+                 * @example 9a7e2c1d-0e9b-4a76-8b0f-3c2e5b0f8d4a
+                 */
+                delivery_id: components["parameters"]["DeliveryIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The new delivery, pending. */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookDelivery"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            426: components["responses"]["UpgradeRequired"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
     listCars: {
         parameters: {
             query?: {
@@ -4686,6 +5826,286 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["Health"];
                 };
+            };
+        };
+    };
+    onMiniAppReviewStateChanged: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The event's id, the same on every attempt and redelivery of it; drop one you have had already.
+                 * @example evt_2c1d0e9b8a764f619a7e5b0f3c2e8d4a
+                 */
+                "webhook-id": components["parameters"]["WebhookIdHeader"];
+                /**
+                 * @description When this attempt was signed, in seconds since the Unix epoch; refuse one more than five minutes from your clock.
+                 * @example 1764320400
+                 */
+                "webhook-timestamp": components["parameters"]["WebhookTimestampHeader"];
+                /**
+                 * @description Space-separated signatures `v1,<base64>`, each the HMAC-SHA256 of
+                 *     `<webhook-id>.<webhook-timestamp>.<body>` keyed by the base64-decoded part of a `whsec_` secret;
+                 *     two during a secret's rotation. Accept the request when any one matches.
+                 * @example v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=
+                 */
+                "webhook-signature": components["parameters"]["WebhookSignatureHeader"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ReviewStateChangedEvent"];
+            };
+        };
+        responses: {
+            /** @description Received; any 2xx answer counts as delivered. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    onMiniAppRolloutMoved: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The event's id, the same on every attempt and redelivery of it; drop one you have had already.
+                 * @example evt_2c1d0e9b8a764f619a7e5b0f3c2e8d4a
+                 */
+                "webhook-id": components["parameters"]["WebhookIdHeader"];
+                /**
+                 * @description When this attempt was signed, in seconds since the Unix epoch; refuse one more than five minutes from your clock.
+                 * @example 1764320400
+                 */
+                "webhook-timestamp": components["parameters"]["WebhookTimestampHeader"];
+                /**
+                 * @description Space-separated signatures `v1,<base64>`, each the HMAC-SHA256 of
+                 *     `<webhook-id>.<webhook-timestamp>.<body>` keyed by the base64-decoded part of a `whsec_` secret;
+                 *     two during a secret's rotation. Accept the request when any one matches.
+                 * @example v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=
+                 */
+                "webhook-signature": components["parameters"]["WebhookSignatureHeader"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RolloutMovedEvent"];
+            };
+        };
+        responses: {
+            /** @description Received; any 2xx answer counts as delivered. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    onMiniAppRolloutCompleted: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The event's id, the same on every attempt and redelivery of it; drop one you have had already.
+                 * @example evt_2c1d0e9b8a764f619a7e5b0f3c2e8d4a
+                 */
+                "webhook-id": components["parameters"]["WebhookIdHeader"];
+                /**
+                 * @description When this attempt was signed, in seconds since the Unix epoch; refuse one more than five minutes from your clock.
+                 * @example 1764320400
+                 */
+                "webhook-timestamp": components["parameters"]["WebhookTimestampHeader"];
+                /**
+                 * @description Space-separated signatures `v1,<base64>`, each the HMAC-SHA256 of
+                 *     `<webhook-id>.<webhook-timestamp>.<body>` keyed by the base64-decoded part of a `whsec_` secret;
+                 *     two during a secret's rotation. Accept the request when any one matches.
+                 * @example v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=
+                 */
+                "webhook-signature": components["parameters"]["WebhookSignatureHeader"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RolloutCompletedEvent"];
+            };
+        };
+        responses: {
+            /** @description Received; any 2xx answer counts as delivered. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    onCommandStateChanged: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The event's id, the same on every attempt and redelivery of it; drop one you have had already.
+                 * @example evt_2c1d0e9b8a764f619a7e5b0f3c2e8d4a
+                 */
+                "webhook-id": components["parameters"]["WebhookIdHeader"];
+                /**
+                 * @description When this attempt was signed, in seconds since the Unix epoch; refuse one more than five minutes from your clock.
+                 * @example 1764320400
+                 */
+                "webhook-timestamp": components["parameters"]["WebhookTimestampHeader"];
+                /**
+                 * @description Space-separated signatures `v1,<base64>`, each the HMAC-SHA256 of
+                 *     `<webhook-id>.<webhook-timestamp>.<body>` keyed by the base64-decoded part of a `whsec_` secret;
+                 *     two during a secret's rotation. Accept the request when any one matches.
+                 * @example v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=
+                 */
+                "webhook-signature": components["parameters"]["WebhookSignatureHeader"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CommandStateChangedEvent"];
+            };
+        };
+        responses: {
+            /** @description Received; any 2xx answer counts as delivered. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    onCarOnline: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The event's id, the same on every attempt and redelivery of it; drop one you have had already.
+                 * @example evt_2c1d0e9b8a764f619a7e5b0f3c2e8d4a
+                 */
+                "webhook-id": components["parameters"]["WebhookIdHeader"];
+                /**
+                 * @description When this attempt was signed, in seconds since the Unix epoch; refuse one more than five minutes from your clock.
+                 * @example 1764320400
+                 */
+                "webhook-timestamp": components["parameters"]["WebhookTimestampHeader"];
+                /**
+                 * @description Space-separated signatures `v1,<base64>`, each the HMAC-SHA256 of
+                 *     `<webhook-id>.<webhook-timestamp>.<body>` keyed by the base64-decoded part of a `whsec_` secret;
+                 *     two during a secret's rotation. Accept the request when any one matches.
+                 * @example v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=
+                 */
+                "webhook-signature": components["parameters"]["WebhookSignatureHeader"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CarPresenceEvent"];
+            };
+        };
+        responses: {
+            /** @description Received; any 2xx answer counts as delivered. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    onCarOffline: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The event's id, the same on every attempt and redelivery of it; drop one you have had already.
+                 * @example evt_2c1d0e9b8a764f619a7e5b0f3c2e8d4a
+                 */
+                "webhook-id": components["parameters"]["WebhookIdHeader"];
+                /**
+                 * @description When this attempt was signed, in seconds since the Unix epoch; refuse one more than five minutes from your clock.
+                 * @example 1764320400
+                 */
+                "webhook-timestamp": components["parameters"]["WebhookTimestampHeader"];
+                /**
+                 * @description Space-separated signatures `v1,<base64>`, each the HMAC-SHA256 of
+                 *     `<webhook-id>.<webhook-timestamp>.<body>` keyed by the base64-decoded part of a `whsec_` secret;
+                 *     two during a secret's rotation. Accept the request when any one matches.
+                 * @example v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=
+                 */
+                "webhook-signature": components["parameters"]["WebhookSignatureHeader"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CarPresenceEvent"];
+            };
+        };
+        responses: {
+            /** @description Received; any 2xx answer counts as delivered. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    onWebhookPing: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The event's id, the same on every attempt and redelivery of it; drop one you have had already.
+                 * @example evt_2c1d0e9b8a764f619a7e5b0f3c2e8d4a
+                 */
+                "webhook-id": components["parameters"]["WebhookIdHeader"];
+                /**
+                 * @description When this attempt was signed, in seconds since the Unix epoch; refuse one more than five minutes from your clock.
+                 * @example 1764320400
+                 */
+                "webhook-timestamp": components["parameters"]["WebhookTimestampHeader"];
+                /**
+                 * @description Space-separated signatures `v1,<base64>`, each the HMAC-SHA256 of
+                 *     `<webhook-id>.<webhook-timestamp>.<body>` keyed by the base64-decoded part of a `whsec_` secret;
+                 *     two during a secret's rotation. Accept the request when any one matches.
+                 * @example v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=
+                 */
+                "webhook-signature": components["parameters"]["WebhookSignatureHeader"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookPingEvent"];
+            };
+        };
+        responses: {
+            /** @description Received; any 2xx answer counts as delivered. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
         };
     };

@@ -22,6 +22,9 @@ export type RolloutState = 'active' | 'paused' | 'completed' | 'rolled_back';
 /** Where a signing key stands in rotation: `next` (published, signs nothing yet), `current` (signs every identity token now), `retired` (signs no more; published until the tokens it signed have expired, then deleted). */
 export type SigningKeyState = 'next' | 'current' | 'retired';
 
+/** What an event says happened; each type's payload is described under `webhooks`. `mini_app.review_state_changed` (a version of one of your apps moved in review), `mini_app.rollout_moved` (a move of one of your apps' rollouts: started, raised, paused, resumed, rolled back), `mini_app.rollout_completed` (the rollout completed: its version is live for every car), `command.state_changed` (a command for one of your cars moved), `car.online` and `car.offline` (one of your cars connected or went away), and `webhook.ping` (the test ping you asked for; always delivered, whatever `events` lists). */
+export type WebhookEventType = 'mini_app.review_state_changed' | 'mini_app.rollout_moved' | 'mini_app.rollout_completed' | 'command.state_changed' | 'car.online' | 'car.offline' | 'webhook.ping';
+
 /** A short-lived bearer credential. Opaque, always starts with `svc_`; send it as `Authorization: Bearer <access_token>`. Each sign-in mints a fresh one. */
 export interface AccessToken {
   /** `access_token` on the wire. */
@@ -848,5 +851,147 @@ export function toUploadUrl(wire: Wire['UploadUrl']): UploadUrl {
     method: wire.method,
     headers: wire.headers,
     expiresAt: wire.expires_at,
+  };
+}
+
+/** One try at delivering an event to the endpoint. */
+export interface WebhookAttempt {
+  /** `attempted_at` on the wire. */
+  attemptedAt: string;
+  /** The receiver's HTTP status; null when none came (refused, timed out, unreachable). */
+  status: number | null;
+  /** `duration_ms` on the wire. */
+  durationMs: number;
+  /** The first bytes of the receiver's answer (at most 1 KiB), as text. */
+  response: string;
+  /** Why the attempt failed when the receiver gave no 2xx: `status` (a non-2xx answer), `timeout`, `address_refused` (the host resolved to an address not allowed), `redirect` (redirects are not followed), `connection_failed`, `answer_too_large`; null when delivered. */
+  error: string | null;
+}
+
+/** The WebhookAttempt model of the service's `WebhookAttempt` answer. */
+export function toWebhookAttempt(wire: Wire['WebhookAttempt']): WebhookAttempt {
+  return {
+    attemptedAt: wire.attempted_at,
+    status: wire.status,
+    durationMs: wire.duration_ms,
+    response: wire.response,
+    error: wire.error,
+  };
+}
+
+/** One event on its way to one endpoint, with its attempts. `pending` until an attempt is answered with 2xx (`delivered`) or the retries are spent (`failed`, after about three days); a failed attempt is retried after 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h, 24 h and 24 h. */
+export interface WebhookDelivery {
+  /** `delivery_id` on the wire. */
+  deliveryId: string;
+  /** `webhook_id` on the wire. */
+  webhookId: string;
+  /** The event's id, sent as `webhook-id`; the same on every attempt and redelivery, so receivers can drop duplicates. `event_id` on the wire. */
+  eventId: string;
+  /** `event_type` on the wire. */
+  eventType: WebhookEventType;
+  state: 'pending' | 'delivered' | 'failed';
+  /** When the next attempt is due; null once delivered or failed. `next_attempt_at` on the wire. */
+  nextAttemptAt: string | null;
+  /** `created_at` on the wire. */
+  createdAt: string;
+  /** Its attempts, newest first. */
+  attempts: WebhookAttempt[];
+}
+
+/** The WebhookDelivery model of the service's `WebhookDelivery` answer. */
+export function toWebhookDelivery(wire: Wire['WebhookDelivery']): WebhookDelivery {
+  return {
+    deliveryId: wire.delivery_id,
+    webhookId: wire.webhook_id,
+    eventId: wire.event_id,
+    eventType: wire.event_type,
+    state: wire.state,
+    nextAttemptAt: wire.next_attempt_at,
+    createdAt: wire.created_at,
+    attempts: wire.attempts.map((item) => toWebhookAttempt(item)),
+  };
+}
+
+export interface WebhookDeliveryList {
+  /** The endpoint's deliveries, newest first (kept 30 days). */
+  deliveries: WebhookDelivery[];
+  /** Pass as `cursor` for the next page; null on the last page. `next_cursor` on the wire. */
+  nextCursor: string | null;
+}
+
+/** The WebhookDeliveryList model of the service's `WebhookDeliveryList` answer. */
+export function toWebhookDeliveryList(wire: Wire['WebhookDeliveryList']): WebhookDeliveryList {
+  return {
+    deliveries: wire.deliveries.map((item) => toWebhookDelivery(item)),
+    nextCursor: wire.next_cursor,
+  };
+}
+
+/** A URL that receives the account's events, signed as the Standard Webhooks specification says. Its signing secret is shown once, when it is made or rotated. */
+export interface WebhookEndpoint {
+  /** `webhook_id` on the wire. */
+  webhookId: string;
+  url: string;
+  /** The owner's note on what the endpoint is for; empty when none was given. */
+  description: string;
+  /** The event types sent to this endpoint. */
+  events: WebhookEventType[];
+  /** Whether events are sent; a disabled endpoint is sent nothing until it is enabled again. */
+  enabled: boolean;
+  /** Why the endpoint is disabled: `failing` when the service disabled it after every attempt failed for the operator's `SVC_WEBHOOK_DISABLE_AFTER` (3 days unless set otherwise), `owner` when its owner did; null while enabled. `disabled_reason` on the wire. */
+  disabledReason: 'failing' | 'owner' | null;
+  /** `disabled_at` on the wire. */
+  disabledAt: string | null;
+  /** The first failed attempt since the endpoint's last delivered one; null while deliveries succeed. `failing_since` on the wire. */
+  failingSince: string | null;
+  /** After a rotation, until when the previous secret still signs beside the new one (each delivery then carries two signatures); null when only one secret signs. `previous_secret_expires_at` on the wire. */
+  previousSecretExpiresAt: string | null;
+  /** `created_at` on the wire. */
+  createdAt: string;
+  /** `updated_at` on the wire. */
+  updatedAt: string;
+}
+
+/** The WebhookEndpoint model of the service's `WebhookEndpoint` answer. */
+export function toWebhookEndpoint(wire: Wire['WebhookEndpoint']): WebhookEndpoint {
+  return {
+    webhookId: wire.webhook_id,
+    url: wire.url,
+    description: wire.description,
+    events: wire.events,
+    enabled: wire.enabled,
+    disabledReason: wire.disabled_reason,
+    disabledAt: wire.disabled_at,
+    failingSince: wire.failing_since,
+    previousSecretExpiresAt: wire.previous_secret_expires_at,
+    createdAt: wire.created_at,
+    updatedAt: wire.updated_at,
+  };
+}
+
+export interface WebhookEndpointList {
+  /** The account's endpoints, oldest first. */
+  webhooks: WebhookEndpoint[];
+}
+
+/** The WebhookEndpointList model of the service's `WebhookEndpointList` answer. */
+export function toWebhookEndpointList(wire: Wire['WebhookEndpointList']): WebhookEndpointList {
+  return {
+    webhooks: wire.webhooks.map((item) => toWebhookEndpoint(item)),
+  };
+}
+
+/** The endpoint with its signing secret, shown this once: keep it where your receiver reads it (`verifyWebhook` in `@svc/sdk`). The service keeps it encrypted and never shows it again. */
+export interface WebhookSecret {
+  webhook: WebhookEndpoint;
+  /** The signing secret in the Standard Webhooks form, `whsec_` and the base64 of 32 random bytes. */
+  secret: string;
+}
+
+/** The WebhookSecret model of the service's `WebhookSecret` answer. */
+export function toWebhookSecret(wire: Wire['WebhookSecret']): WebhookSecret {
+  return {
+    webhook: toWebhookEndpoint(wire.webhook),
+    secret: wire.secret,
   };
 }

@@ -230,8 +230,14 @@ interface OperationAt {
 
 function operationsOf(doc: Node): OperationAt[] {
   const operations: OperationAt[] = [];
-  for (const [path, entry] of Object.entries((doc.paths ?? {}) as Record<string, unknown>)) {
-    const item = resolve(doc, entry, `/paths/${escapePointer(path)}`);
+  // The events a receiver gets (`webhooks`) are operations too: their bodies show examples as well.
+  const entries = ['paths', 'webhooks'].flatMap((section) =>
+    Object.entries((doc[section] ?? {}) as Record<string, unknown>).map(
+      ([path, entry]) => [path, entry, `/${section}/${escapePointer(path)}`] as const,
+    ),
+  );
+  for (const [path, entry, where] of entries) {
+    const item = resolve(doc, entry, where);
     if (!item) continue;
     const shared = Array.isArray(item.node.parameters) ? item.node.parameters : [];
     for (const method of methods) {
