@@ -305,13 +305,21 @@ export const settings = {
   webhookTimeoutMs: {
     env: 'SVC_WEBHOOK_TIMEOUT',
     default: '10s',
-    parse: duration({ in: 'ms', atMost: '1m', why: 'an endpoint delivers in order, so a slow one waits for itself' }),
+    parse: duration({
+      in: 'ms',
+      atMost: '1m',
+      why: 'an endpoint delivers in order, so a slow one waits for itself',
+    }),
     doc: 'how long one webhook delivery attempt may take, from connecting to the end of the answer (read up to 64 KiB); past it the attempt failed and is tried again later',
   },
   webhookDisableAfterSeconds: {
     env: 'SVC_WEBHOOK_DISABLE_AFTER',
     default: '3d',
-    parse: duration({ in: 's', atLeast: '1h', why: 'a receiver down for a deploy must not lose its endpoint' }),
+    parse: duration({
+      in: 's',
+      atLeast: '1h',
+      why: 'a receiver down for a deploy must not lose its endpoint',
+    }),
     doc: 'a webhook endpoint whose every attempt has failed for this long is disabled (its owner sees it in the console, and enables it again there or with `PATCH /api/v1/webhooks/{webhook_id}`)',
   },
   signingKeyRotationSeconds: {
