@@ -207,7 +207,7 @@ export const settings = {
     parse: encryptionKey,
     shownDefault:
       'embedded: made in `DATA_DIR/key-encryption-key` (mode 0600); with `DATABASE_URL`: required',
-    doc: "32 random bytes in base64 (`openssl rand -base64 32`) that encrypt, with AES-256-GCM, the secrets the database keeps (signing keys' private halves, broker secrets); keep it apart from the database's backups ([operating.md](operating.md#keys-at-rest))",
+    doc: "32 random bytes in base64 (`openssl rand -base64 32`) that encrypt, with AES-256-GCM, the secrets the database keeps (signing keys' private halves, broker secrets, webhook signing secrets); keep it apart from the database's backups ([operating.md](operating.md#keys-at-rest))",
   },
   previousKeyEncryptionKey: {
     env: 'SVC_PREVIOUS_KEY_ENCRYPTION_KEY',
