@@ -23,6 +23,7 @@ import {
   type WatchedSimulator,
 } from './support/commands.ts';
 import { call, eventually } from './support/http.ts';
+import { sample, scrape } from './support/metrics.ts';
 import { startTestService, type TestService } from './support/service.ts';
 import { openTestStore } from './support/store.ts';
 import { type Received, startWebhookReceiver, type WebhookReceiver } from './support/webhook-receiver.ts';
@@ -286,6 +287,7 @@ describe('webhooks', () => {
   test('when the receiver answers 500 twice then 200 then each event is delivered once, first attempts in order', async () => {
     const developer = await signUpDeveloper(service.url);
     const hooks = await receiver();
+    const before = await scrape(service);
     hooks.answer = (_request, sameIdBefore) =>
       sameIdBefore < 2 ? { status: 500, body: 'not now' } : { status: 200, body: 'thanks' };
     const made = await register(developer, hooks.url, ['mini_app.review_state_changed']);
@@ -326,6 +328,11 @@ describe('webhooks', () => {
       token: developer.token,
     });
     assert.equal(endpoint.body.failing_since, null);
+    // The operator sees the same on the metrics.
+    const after = await scrape(service);
+    const counted = (text: string, result: string) => sample(text, 'svc_webhook_attempts_total', { result });
+    assert.equal(counted(after, 'status') - counted(before, 'status'), 6);
+    assert.equal(counted(after, 'delivered') - counted(before, 'delivered'), 3);
   });
 
   test('when the receiver never answers then the attempt times out and is tried again', async () => {
