@@ -235,6 +235,40 @@ describe('webhooks', () => {
         ],
       );
     });
+    test('when the car changes hands then its old owner hears their command withdrawn, and the new one hears nothing of it', async () => {
+      const deviceId = (cars[0] as CarCredential).deviceId;
+      const newOwner = await signUpDeveloper(service.url);
+      const oldHooks = await receiver();
+      const newHooks = await receiver();
+      await register(owner, oldHooks.url, ['command.state_changed']);
+      await register(newOwner, newHooks.url, ['command.state_changed']);
+      // The car is away: the command waits, queued.
+      await simulator.stop();
+      const sent = await commandsOf(service.url).send(owner.token, deviceId, { name: 'doors.unlock' });
+      assert.equal(sent.status, 202, JSON.stringify(sent.body));
+      const moved = await call(service.url, 'POST', `/api/v1/cars/${encodeURIComponent(deviceId)}/transfer`, {
+        token: owner.token,
+        body: { to_user: newOwner.accountId },
+      });
+      assert.equal(moved.status, 200, JSON.stringify(moved.body));
+      const states = () => oldHooks.delivered().map((request) => JSON.parse(request.body).data.state);
+      await eventually('the withdrawal delivered to the old owner', () => states().includes('expired'));
+      // Made (and taken by the broker, which keeps nothing for a car away), then withdrawn.
+      assert.equal(states()[0], 'queued');
+      assert.equal(states().at(-1), 'expired');
+      assert.match(JSON.parse(String(oldHooks.delivered().at(-1)?.body)).data.detail, /changed owner/);
+      // The car comes back; the new owner's own command is theirs to hear of, the old one never.
+      simulator = await startWatchedSimulator(service.mqttUrl, cars);
+      const theirs = await commandsOf(service.url).send(newOwner.token, deviceId, { name: 'doors.lock' });
+      assert.equal(theirs.status, 202, JSON.stringify(theirs.body));
+      await commandsOf(service.url).until(newOwner.token, deviceId, theirs.body.command_id, 'completed');
+      await eventually('the new owner heard their command', () => newHooks.delivered().length === 4);
+      assert.ok(
+        newHooks.received.every(
+          (request) => JSON.parse(request.body).data.command_id === theirs.body.command_id,
+        ),
+      );
+    });
   });
 
   test('when a rollout starts, grows and completes then its developer hears each move with its progress', async () => {
