@@ -13,16 +13,34 @@ import { InputError, InvalidError, NotFoundError } from '../errors.ts';
 import { installableVersionFor, requireInstallableVersion } from '../mini-apps/published-apps.ts';
 import type { Db } from '../store/db.ts';
 import type { CommandLifecycle } from './command-lifecycle.ts';
-import { commandNames, isCommandName } from './command-payload.ts';
+import { type CommandName, commandNames, isCommandName } from './command-payload.ts';
 import { type CommandPosition, type CommandRow, findCommand, listCommands } from './command-repository.ts';
 import { pairingCommand } from './command-states.ts';
 
 export type Command = components['schemas']['Command'];
 export type CommandList = components['schemas']['CommandList'];
-export type CommandRequest = components['schemas']['CommandRequest'];
 
-/** How long a command may wait for its car when the caller says nothing (the contract's default). */
+/**
+ * A command as a caller asked for it, not yet checked: the contract's `CommandRequest` is a union
+ * discriminated by `name`, and the validator lets through only its envelope (http/validation.ts),
+ * so that the name and the arguments are checked here, with the service's own problems.
+ */
+export interface CommandRequest {
+  name: string;
+  args?: Record<string, unknown>;
+  ttl_seconds?: number;
+  brand?: Brand;
+}
+
+/** How long a command may wait for its car when the caller says nothing (as `CommandTtlSeconds` says). */
 export const defaultTtlSeconds = 300;
+
+/** The most of an unknown name a problem repeats: the name is the caller's, of any length. */
+const quotedNameLength = 100;
+
+function quoteName(name: string): string {
+  return JSON.stringify(name.length > quotedNameLength ? `${name.slice(0, quotedNameLength)}…` : name);
+}
 
 /** The names a caller may send: every command of the contract but the one only the service sends. */
 const callerCommands = commandNames.filter((name) => name !== pairingCommand);
@@ -33,7 +51,8 @@ export function toApiCommand(row: CommandRow, brand: Brand): Command {
     command_id: row.command_id,
     device_id: row.device_id,
     brand,
-    name: row.name,
+    // A row holds only a name the lifecycle checked against the contract (command-payload.ts).
+    name: row.name as CommandName,
     // A pairing code is for the people in the car, not for whoever reads the car's commands later.
     args: row.name === pairingCommand ? {} : row.args,
     state: row.state,
@@ -135,7 +154,7 @@ export function createCommandService(deps: {
       if (!isCommandName(name) || name === pairingCommand) {
         throw new InvalidError(
           'unknown_command',
-          `There is no command "${name}"; the commands are ${callerCommands.join(', ')}.`,
+          `There is no command ${quoteName(name)}; the commands are ${callerCommands.join(', ')}.`,
           { title: 'Unknown command' },
         );
       }
