@@ -30,6 +30,26 @@ interface components {
          */
         DeviceId: string;
         /**
+         * CarState
+         * @description The state a car reports in its `status` message, as key/values, stored and returned as the car
+         *     sent them. The keys below are the ones svc knows (its simulator and `svc dev` report both); a
+         *     car's host may report more keys of its own, with any JSON values, and a client should expect
+         *     keys it does not know. A car whose report gives a known key a value of another type is refused
+         *     (its report is dropped, as any payload that breaks the contract).
+         * @example {
+         *       "ignition": false,
+         *       "doors_locked": true
+         *     }
+         */
+        CarState: {
+            /** @description Whether the ignition is on. */
+            ignition?: boolean;
+            /** @description Whether the doors are locked; `doors.lock` and `doors.unlock` change it. */
+            doors_locked?: boolean;
+        } & {
+            [key: string]: unknown;
+        };
+        /**
          * @description A command for one car: `name` says which, and fixes the shape of `args`. The car
          *     de-duplicates by `command_id` (it may receive a command more than once, always with the
          *     same id) and rejects a name it does not know.
@@ -53,7 +73,7 @@ interface components {
             brand: components["schemas"]["Brand"];
             /** @constant */
             name: "doors.lock";
-            args: components["schemas"]["NoArgs"];
+            args: components["schemas"]["NoCommandArgs"];
             issued_at: components["schemas"]["IssuedAt"];
             expires_at: components["schemas"]["ExpiresAt"];
         };
@@ -64,7 +84,7 @@ interface components {
             brand: components["schemas"]["Brand"];
             /** @constant */
             name: "doors.unlock";
-            args: components["schemas"]["NoArgs"];
+            args: components["schemas"]["NoCommandArgs"];
             issued_at: components["schemas"]["IssuedAt"];
             expires_at: components["schemas"]["ExpiresAt"];
         };
@@ -86,7 +106,7 @@ interface components {
             brand: components["schemas"]["Brand"];
             /** @constant */
             name: "app.uninstall";
-            args: components["schemas"]["AppUninstallArgs"];
+            args: components["schemas"]["AppUninstallCommandArgs"];
             issued_at: components["schemas"]["IssuedAt"];
             expires_at: components["schemas"]["ExpiresAt"];
         };
@@ -107,8 +127,11 @@ interface components {
          *     `expired`), so that a car coming back online does not act on stale requests.
          */
         ExpiresAt: string;
-        /** @description No arguments. */
-        NoArgs: Record<string, never>;
+        /**
+         * NoCommandArgs
+         * @description No arguments, `{}`.
+         */
+        NoCommandArgs: Record<string, never>;
         PairingShowCodeArgs: {
             /**
              * @description The 8-digit one-time code to show; whoever types it into their account pairs the car.
@@ -116,6 +139,11 @@ interface components {
              */
             code: string;
         };
+        /**
+         * @description Which mini-app to install, and which version: those of a request's `app.install`
+         *     (`AppInstallCommandArgs` in the HTTP contract), with the version always named: when the
+         *     request left it out, the service names the version that car should run.
+         */
         AppInstallArgs: {
             /**
              * AppId
@@ -132,7 +160,11 @@ interface components {
              */
             version: string;
         };
-        AppUninstallArgs: {
+        /**
+         * AppUninstallCommandArgs
+         * @description Which mini-app to remove.
+         */
+        AppUninstallCommandArgs: {
             /**
              * AppId
              * @description A mini-app's id, in reverse-DNS form. The first submission of an id claims it for its developer.
@@ -182,14 +214,7 @@ interface components {
              * @example 2.14.0
              */
             host_version: string;
-            /**
-             * @description The state the host reports, as key/value pairs (for example `ignition`,
-             *     `doors_locked`). The keys are the host's own; the service stores and returns them as
-             *     they are.
-             */
-            state: {
-                [key: string]: unknown;
-            };
+            state: components["schemas"]["CarState"];
             /** @description The mini-apps installed on the car, each once. */
             installed_apps: {
                 /**

@@ -2494,6 +2494,26 @@ export interface components {
             brand?: components["schemas"]["Brand"];
         };
         /**
+         * CarState
+         * @description The state a car reports in its `status` message, as key/values, stored and returned as the car
+         *     sent them. The keys below are the ones svc knows (its simulator and `svc dev` report both); a
+         *     car's host may report more keys of its own, with any JSON values, and a client should expect
+         *     keys it does not know. A car whose report gives a known key a value of another type is refused
+         *     (its report is dropped, as any payload that breaks the contract).
+         * @example {
+         *       "ignition": false,
+         *       "doors_locked": true
+         *     }
+         */
+        CarState: {
+            /** @description Whether the ignition is on. */
+            ignition?: boolean;
+            /** @description Whether the doors are locked; `doors.lock` and `doors.unlock` change it. */
+            doors_locked?: boolean;
+        } & {
+            [key: string]: unknown;
+        };
+        /**
          * CarStatus
          * @description Whether a car is connected, and the state it last reported.
          * @example {
@@ -2502,7 +2522,7 @@ export interface components {
          *       "online": true,
          *       "last_seen": "2026-11-21T10:06:00Z",
          *       "state": {
-         *         "ignition": "off",
+         *         "ignition": false,
          *         "doors_locked": true
          *       },
          *       "reported_at": "2026-11-21T10:05:00Z"
@@ -2518,10 +2538,8 @@ export interface components {
              * @description The last message of any kind from the car; null when never.
              */
             last_seen: string | null;
-            /** @description The key/values of the last `status` report; empty before the first. */
-            state: {
-                [key: string]: unknown;
-            };
+            /** @description The key/values of the last `status` report, as the car sent them; empty before the first. */
+            state: components["schemas"]["CarState"];
             /** Format: date-time */
             reported_at: string | null;
         };
@@ -2567,6 +2585,16 @@ export interface components {
             brand?: components["schemas"]["Brand"];
         };
         /**
+         * CommandName
+         * @description What a command asks of the car. A caller sends `doors.lock`, `doors.unlock`, `app.install` and
+         *     `app.uninstall` (see `CommandRequest`); `pairing.show_code` is sent only by the service, when
+         *     someone asks to pair the car. The arguments of each are those of its `cmd` payload in the MQTT
+         *     contract (`/asyncapi.yaml`, `CarCommand`).
+         * @example doors.lock
+         * @enum {string}
+         */
+        CommandName: "pairing.show_code" | "doors.lock" | "doors.unlock" | "app.install" | "app.uninstall";
+        /**
          * CommandState
          * @description Where a command is. `queued`: written, not yet published to the car; `sent`: published (QoS 1)
          *     and not yet acknowledged; `accepted`: the car received it and is about to run it; `completed`,
@@ -2599,10 +2627,11 @@ export interface components {
             command_id: string;
             device_id: components["schemas"]["DeviceId"];
             brand: components["schemas"]["Brand"];
-            /** @example doors.lock */
-            name: string;
+            name: components["schemas"]["CommandName"];
             /**
-             * @description The command's arguments, as it was sent with them; `{}` for `pairing.show_code`, whose code
+             * @description The command's arguments, as the car gets them (their shape for each `name` is in
+             *     `CommandRequest`): `{}` for a command that takes none, `app.install`'s with the `version`
+             *     the service chose when the request left it out, and `{}` for `pairing.show_code`, whose code
              *     is for the people in the car only.
              */
             args: {
@@ -2648,15 +2677,108 @@ export interface components {
             next_cursor: string | null;
         };
         /**
+         * NoCommandArgs
+         * @description No arguments, `{}`.
+         */
+        NoCommandArgs: Record<string, never>;
+        /**
+         * CommandTtlSeconds
+         * @description How long the car may still run the command, in seconds; after that it is `expired`. 300 (five
+         *     minutes) when left out.
+         * @example 300
+         */
+        CommandTtlSeconds: number;
+        /**
+         * DoorsLockCommandRequest
+         * @description Lock the doors.
+         */
+        DoorsLockCommandRequest: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            name: "doors.lock";
+            /** @description Left out, or `{}`. */
+            args?: components["schemas"]["NoCommandArgs"];
+            ttl_seconds?: components["schemas"]["CommandTtlSeconds"];
+            brand?: components["schemas"]["Brand"];
+        };
+        /**
+         * DoorsUnlockCommandRequest
+         * @description Unlock the doors.
+         */
+        DoorsUnlockCommandRequest: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            name: "doors.unlock";
+            /** @description Left out, or `{}`. */
+            args?: components["schemas"]["NoCommandArgs"];
+            ttl_seconds?: components["schemas"]["CommandTtlSeconds"];
+            brand?: components["schemas"]["Brand"];
+        };
+        /**
+         * AppInstallCommandArgs
+         * @description Which mini-app to install, and which version of it.
+         */
+        AppInstallCommandArgs: {
+            app_id: components["schemas"]["AppId"];
+            /**
+             * @description A version in review state `published`, or `rolling_out` for a car in its rollout. Left out:
+             *     the version that car should run, its rollout's when it is in one, else the live one; the
+             *     command then carries that version (`args.version` of the answer).
+             */
+            version?: components["schemas"]["Version"];
+        };
+        /**
+         * AppInstallCommandRequest
+         * @description Install a mini-app (a published version, on a car of a brand its manifest lists), replacing another version of it.
+         */
+        AppInstallCommandRequest: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            name: "app.install";
+            args: components["schemas"]["AppInstallCommandArgs"];
+            ttl_seconds?: components["schemas"]["CommandTtlSeconds"];
+            brand?: components["schemas"]["Brand"];
+        };
+        /**
+         * AppUninstallCommandArgs
+         * @description Which mini-app to remove.
+         */
+        AppUninstallCommandArgs: {
+            app_id: components["schemas"]["AppId"];
+        };
+        /**
+         * AppUninstallCommandRequest
+         * @description Remove a mini-app from the car.
+         */
+        AppUninstallCommandRequest: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            name: "app.uninstall";
+            args: components["schemas"]["AppUninstallCommandArgs"];
+            ttl_seconds?: components["schemas"]["CommandTtlSeconds"];
+            brand?: components["schemas"]["Brand"];
+        };
+        /**
          * CommandRequest
-         * @description A command for one car. `name` is one of `doors.lock`, `doors.unlock` (no arguments: `{}`),
-         *     `app.install` (`{app_id, version}`: a version in review state `published`, or `rolling_out`
-         *     for a car in its rollout; without `version`, the version that car should run: its rollout's
-         *     when it is in one, else the live one) and `app.uninstall`
-         *     (`{app_id}`); the arguments of each are the `cmd` payload's in the AsyncAPI contract
-         *     (`/asyncapi.yaml`, `CarCommand`). `pairing.show_code` is sent only by the service. An unknown
-         *     name is 422 `unknown_command`, arguments that do not fit it 422 `invalid_command_args`, both
-         *     before anything is sent.
+         * @description A command for one car: `name` says which, and fixes the shape of `args` (a union discriminated
+         *     by `name`). `doors.lock` and `doors.unlock` take no arguments (`args` left out, or `{}`);
+         *     `app.install` takes `{app_id, version?}` and `app.uninstall` `{app_id}`. The arguments of each
+         *     are those of its `cmd` payload in the MQTT contract (`/asyncapi.yaml`, `CarCommand`), except
+         *     that `app.install` may leave `version` out. `pairing.show_code` is sent only by the service.
+         *
+         *     What the service answers for a body that is none of these: a name that is not one of the four
+         *     is 422 `unknown_command`, arguments that do not fit the name 422 `invalid_command_args` (its
+         *     `errors` say which argument and why), both before anything is sent; any other fault of the body
+         *     (a `ttl_seconds` out of range, a member it does not know, `args` that is not an object) is 400
+         *     `validation_failed`.
          * @example {
          *       "name": "doors.lock"
          *     }
@@ -2668,24 +2790,14 @@ export interface components {
          *       },
          *       "ttl_seconds": 3600
          *     }
+         * @example {
+         *       "name": "app.install",
+         *       "args": {
+         *         "app_id": "com.example.parking"
+         *       }
+         *     }
          */
-        CommandRequest: {
-            /** @example doors.lock */
-            name: string;
-            /**
-             * @description The command's arguments; `{}` (the default) for a command that takes none.
-             * @default {}
-             */
-            args: {
-                [key: string]: unknown;
-            };
-            /**
-             * @description How long the car may still run the command; after that it is `expired`.
-             * @default 300
-             */
-            ttl_seconds: number;
-            brand?: components["schemas"]["Brand"];
-        };
+        CommandRequest: components["schemas"]["DoorsLockCommandRequest"] | components["schemas"]["DoorsUnlockCommandRequest"] | components["schemas"]["AppInstallCommandRequest"] | components["schemas"]["AppUninstallCommandRequest"];
         /**
          * IdentityTokenRequest
          * @description Asks the host to sign an identity token for a mini-app running on this car.

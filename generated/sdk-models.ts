@@ -10,6 +10,9 @@ import type { components } from './openapi.ts';
 
 type Wire = components['schemas'];
 
+/** What a command asks of the car. A caller sends `doors.lock`, `doors.unlock`, `app.install` and `app.uninstall` (see `CommandRequest`); `pairing.show_code` is sent only by the service, when someone asks to pair the car. The arguments of each are those of its `cmd` payload in the MQTT contract (`/asyncapi.yaml`, `CarCommand`). */
+export type CommandName = 'pairing.show_code' | 'doors.lock' | 'doors.unlock' | 'app.install' | 'app.uninstall';
+
 /** Where a command is. `queued`: written, not yet published to the car; `sent`: published (QoS 1) and not yet acknowledged; `accepted`: the car received it and is about to run it; `completed`, `failed`, `rejected` (the car will not run it) and `expired` (not acknowledged as run before its `expires_at`) are final. */
 export type CommandState = 'queued' | 'sent' | 'accepted' | 'completed' | 'failed' | 'rejected' | 'expired';
 
@@ -24,6 +27,15 @@ export type SigningKeyState = 'next' | 'current' | 'retired';
 
 /** What an event says happened; each type's payload is described under `webhooks`. `mini_app.review_state_changed` (a version of one of your apps moved in review), `mini_app.rollout_moved` (a move of one of your apps' rollouts: started, raised, paused, resumed, rolled back), `mini_app.rollout_completed` (the rollout completed: its version is live for every car), `command.state_changed` (a command for one of your cars moved), `car.online` and `car.offline` (one of your cars connected or went away), and `webhook.ping` (the test ping you asked for; always delivered, whatever `events` lists). */
 export type WebhookEventType = 'mini_app.review_state_changed' | 'mini_app.rollout_moved' | 'mini_app.rollout_completed' | 'command.state_changed' | 'car.online' | 'car.offline' | 'webhook.ping';
+
+/** The state a car reports in its `status` message, as key/values, stored and returned as the car sent them. The keys below are the ones svc knows (its simulator and `svc dev` report both); a car's host may report more keys of its own, with any JSON values, and a client should expect keys it does not know. A car whose report gives a known key a value of another type is refused (its report is dropped, as any payload that breaks the contract). */
+export type CarState = {
+  /** Whether the ignition is on. */
+  ignition?: boolean;
+  /** Whether the doors are locked; `doors.lock` and `doors.unlock` change it. */
+  doors_locked?: boolean;
+  [key: string]: unknown;
+};
 
 /** A short-lived bearer credential. Opaque, always starts with `svc_`; send it as `Authorization: Bearer <access_token>`. Each sign-in mints a fresh one. */
 export interface AccessToken {
@@ -113,8 +125,8 @@ export interface CarStatus {
   online: boolean;
   /** The last message of any kind from the car; null when never. `last_seen` on the wire. */
   lastSeen: string | null;
-  /** The key/values of the last `status` report; empty before the first. */
-  state: { [key: string]: unknown };
+  /** The key/values of the last `status` report, as the car sent them; empty before the first. */
+  state: CarState;
   /** `reported_at` on the wire. */
   reportedAt: string | null;
 }
@@ -174,8 +186,8 @@ export interface Command {
   /** `device_id` on the wire. */
   deviceId: string;
   brand: Brand;
-  name: string;
-  /** The command's arguments, as it was sent with them; `{}` for `pairing.show_code`, whose code is for the people in the car only. */
+  name: CommandName;
+  /** The command's arguments, as the car gets them (their shape for each `name` is in `CommandRequest`): `{}` for a command that takes none, `app.install`'s with the `version` the service chose when the request left it out, and `{}` for `pairing.show_code`, whose code is for the people in the car only. */
   args: { [key: string]: unknown };
   state: CommandState;
   /** The car's reason for `rejected` or `failed`, or why it `expired`; null otherwise. */

@@ -32,8 +32,8 @@ export function buildDocs(outDir: string): void {
     throw new Error('build-docs: the page no longer loads Redoc from where this script expects');
   // Redoc's router runs on the hash (/docs#/mini-apps) but prerenders its links as site paths
   // (/mini-apps): opened in a new tab, those land on the API's 404. Write them as the hash
-  // links the page itself makes once it runs.
-  const sitePathLink = /href="\/(?!docs\/)/g;
+  // links the page itself makes once it runs; the contracts the description links are files.
+  const sitePathLink = /href="\/(?!docs\/|openapi\.json"|asyncapi\.(?:yaml|json)")/g;
   if (!sitePathLink.test(html))
     throw new Error('build-docs: the page no longer links its sections as this script expects');
   // Redoc reports its use to Redocly's servers unless told not to; the page talks to this service only.

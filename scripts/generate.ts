@@ -5,6 +5,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { bundleAsyncApi } from './codegen/asyncapi-bundle.ts';
 import { jsonBanner, jsonBannerKey } from './codegen/banner.ts';
 import { generateBrands } from './codegen/brands.ts';
 import { generateManifestValidator, generateManifestValidatorTypes } from './codegen/manifest-validator.ts';
@@ -25,6 +26,7 @@ export async function renderGenerated(root: string): Promise<Record<string, stri
   const doc = bundleOpenApi(root);
   const asyncapiPath = join(root, 'asyncapi/asyncapi.yaml');
   const bundled = { [jsonBannerKey]: jsonBanner('openapi/'), ...doc };
+  const asyncapi = await bundleAsyncApi(root);
   return {
     'openapi.json': `${JSON.stringify(bundled, null, 2)}\n`,
     'openapi.ts': await generateOpenApiTypes(doc),
@@ -34,6 +36,8 @@ export async function renderGenerated(root: string): Promise<Record<string, stri
     'patterns.ts': generatePatterns(doc),
     'manifest-validator.cjs': generateManifestValidator(doc),
     'manifest-validator.d.cts': generateManifestValidatorTypes(),
+    'asyncapi.json': asyncapi.json,
+    'asyncapi.yaml': asyncapi.yaml,
     'mqtt.ts': await generateMqtt(asyncapiPath),
     'mqtt-payload-validators.cjs': await generateMqttPayloadValidators(asyncapiPath),
     'mqtt-payload-validators.d.cts': await generateMqttPayloadValidatorTypes(asyncapiPath),

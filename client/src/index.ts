@@ -34,7 +34,13 @@ export {
 } from './identity-token.ts';
 export type { Version } from './semver.ts';
 export { compareVersions, parseVersion } from './semver.ts';
-export type { PairResult, SendCommandRequest, SvcClient, SvcClientOptions } from './svc-client.ts';
+export type {
+  PairResult,
+  SendCommandOptions,
+  SendCommandRequest,
+  SvcClient,
+  SvcClientOptions,
+} from './svc-client.ts';
 export { createSvcClient, SvcProblem } from './svc-client.ts';
 export type { UnstorableText } from './text.ts';
 export { describeUnstorableText, findUnstorableText } from './text.ts';

@@ -91,11 +91,10 @@ export type PairResult =
   | { outcome: 'code_sent'; pairingCode: PairingCodeSent }
   | { outcome: 'paired'; car: Car };
 
-export interface SendCommandRequest {
-  /** `doors.lock`, `doors.unlock`, `app.install`, `app.uninstall`. */
-  name: string;
-  /** The command's arguments, sent as given (`{ app_id, version }` for `app.install`); `{}` unless given. */
-  args?: { [key: string]: unknown };
+type CommandRequestBody = components['schemas']['CommandRequest'];
+
+/** What any command may say besides its name and arguments. */
+export interface SendCommandOptions {
   /** How long the car may still run it; 300 unless given. */
   ttlSeconds?: number;
   /** The brand the caller believes the car is; the service refuses the command if it is not. */
@@ -103,6 +102,18 @@ export interface SendCommandRequest {
   /** Makes a retry safe: the same key and request within 24 hours answer the first command again. */
   idempotencyKey?: string;
 }
+
+/** Each command of the contract with its own arguments, and the options. */
+type WithOptions<Body> = Body extends CommandRequestBody
+  ? Pick<Body, Extract<keyof Body, 'name' | 'args'>> & SendCommandOptions
+  : never;
+
+/**
+ * A command, typed by the contract for each name: `{ name: 'doors.lock' }` (no `args`, or `{}`),
+ * `{ name: 'app.install', args: { app_id, version? } }` (without `version`, the version the car
+ * should run), `{ name: 'app.uninstall', args: { app_id } }`. Arguments are sent as given.
+ */
+export type SendCommandRequest = WithOptions<CommandRequestBody>;
 
 export interface SvcClient {
   /** The openapi-fetch client underneath, typed by the contract's wire (snake_case) shapes. */
@@ -213,14 +224,14 @@ export function createSvcClient(options: SvcClientOptions): SvcClient {
             expect(
               await raw.POST('/api/v1/cars/{device_id}/commands', {
                 params: { ...pathOf(deviceId), ...idempotency(command.idempotencyKey) },
-                // openapi-typescript types the members with a default (args, ttl_seconds) as required;
-                // the service fills in what is left out, so the defaults stay the contract's alone.
+                // The name and its arguments are one member of the contract's union, which TypeScript
+                // cannot follow through the spread: they are passed on as they came.
                 body: {
                   name: command.name,
                   ...(command.args !== undefined ? { args: command.args } : {}),
                   ...(command.ttlSeconds !== undefined ? { ttl_seconds: command.ttlSeconds } : {}),
                   ...(command.brand !== undefined ? { brand: command.brand } : {}),
-                } as components['schemas']['CommandRequest'],
+                } as CommandRequestBody,
               }),
             ),
           ),

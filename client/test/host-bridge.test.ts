@@ -102,7 +102,7 @@ describe.skipIf(missing)(`the host bridge in a browser${missing ? ` (${missing})
         },
         status: async (car) => {
           calls.status.push(car);
-          return { deviceId: car.deviceId, brand: car.brand, online: true, lastSeen: null, state: { ignition: 'off' }, reportedAt: null };
+          return { deviceId: car.deviceId, brand: car.brand, online: true, lastSeen: null, state: { ignition: false }, reportedAt: null };
         },
         location: (car) => {
           calls.location.push(car);
@@ -159,7 +159,7 @@ describe.skipIf(missing)(`the host bridge in a browser${missing ? ` (${missing})
         brand: 'brand_a',
         online: true,
         lastSeen: null,
-        state: { ignition: 'off' },
+        state: { ignition: false },
         reportedAt: null,
       },
     });

@@ -4,7 +4,7 @@
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'vitest';
-import { createSvcClient, DeviceIdError, SvcProblem } from '../src/index.ts';
+import { createSvcClient, DeviceIdError, type SendCommandRequest, SvcProblem } from '../src/index.ts';
 
 interface Scripted {
   status: number;
@@ -38,7 +38,7 @@ const carStatusWire = {
   brand: 'brand_a',
   online: true,
   last_seen: '2026-11-21T10:06:00Z',
-  state: { ignition: 'off', doors_locked: true, fuel_level_pct: 41 },
+  state: { ignition: false, doors_locked: true, fuel_level_pct: 41 },
   reported_at: '2026-11-21T10:05:00Z',
 };
 
@@ -74,7 +74,7 @@ describe('createSvcClient', () => {
       brand: 'brand_a',
       online: true,
       lastSeen: '2026-11-21T10:06:00Z',
-      state: { ignition: 'off', doors_locked: true, fuel_level_pct: 41 },
+      state: { ignition: false, doors_locked: true, fuel_level_pct: 41 },
       reportedAt: '2026-11-21T10:05:00Z',
     });
     assert.equal(requests[0]?.url, 'https://svc.example.com/api/v1/cars/brand_a%3A1HGCM82633A004352/status');
@@ -182,6 +182,29 @@ describe('createSvcClient', () => {
     assert.equal(command.commandId, commandWire.command_id);
     assert.equal(command.expiresAt, commandWire.expires_at);
     assert.deepEqual(command.args, { app_id: 'com.example.parking', version: '1.4.2' });
+  });
+
+  test('when a command is written then its name and arguments are typed by the contract (npm run typecheck)', () => {
+    const accepted: SendCommandRequest[] = [
+      { name: 'doors.lock' },
+      { name: 'doors.unlock', args: {}, ttlSeconds: 60 },
+      { name: 'app.install', args: { app_id: 'com.example.parking' } },
+      { name: 'app.install', args: { app_id: 'com.example.parking', version: '1.4.2' } },
+      { name: 'app.uninstall', args: { app_id: 'com.example.parking' }, idempotencyKey: 'k' },
+    ];
+    const refused: SendCommandRequest[] = [
+      // @ts-expect-error a name the contract does not have
+      { name: 'doors.lok' },
+      // @ts-expect-error another command's arguments
+      { name: 'doors.lock', args: { app_id: 'com.example.parking' } },
+      // @ts-expect-error app.install names the app
+      { name: 'app.install', args: { version: '1.4.2' } },
+      // @ts-expect-error and takes arguments
+      { name: 'app.install' },
+      // @ts-expect-error only the service sends it
+      { name: 'pairing.show_code', args: { code: '40172958' } },
+    ];
+    assert.equal(accepted.length + refused.length, 10);
   });
 
   test('when commands are listed then cursor and limit go in the query and the page comes back as models', async () => {

@@ -200,19 +200,14 @@ export const commandStateNames: Record<CommandState, string> = {
   expired: 'expired before the car ran it',
 };
 
-/** A command as the console sends it: the service's defaults (args `{}`, its time to live) for the rest. */
-export interface CommandToSend {
-  name: 'doors.lock' | 'doors.unlock' | 'app.install' | 'app.uninstall';
-  args?: Record<string, string>;
-}
+/** A command as the console sends it, each name with its own arguments; the service's time to live. */
+export type CommandToSend = components['schemas']['CommandRequest'];
 
 export function sendCommand(deviceId: string, command: CommandToSend): Promise<Outcome<Command>> {
   return ask(
     api.POST('/api/v1/cars/{device_id}/commands', {
       params: { path: { device_id: deviceId } },
-      // openapi-typescript types the members with a default (args, ttl_seconds) as required; the
-      // service fills in what is left out.
-      body: command as components['schemas']['CommandRequest'],
+      body: command,
     }),
   );
 }

@@ -2,7 +2,8 @@
  * generated/sdk-models.ts: the SDK v4 models, camelCase types and converters for every schema a
  * successful response carries (DESIGN §10). Wire names stay snake_case on the wire only:
  * `toCarStatus(wire)` turns the service's `{device_id, last_seen, …}` into `{deviceId, lastSeen, …}`.
- * Free-form objects (`additionalProperties: true`, such as `CarStatus.state` and command `args`)
+ * Free-form objects (`additionalProperties: true`, such as command `args`), those among them that
+ * name some keys they know (`CarState`: a car's `ignition`, `doors_locked`, and any keys of its own)
  * and maps (`additionalProperties: {schema}`) keep their keys as sent: they are data, not fields.
  *
  * The generator knows the schema shapes the contract uses and throws on any other, so a contract
@@ -32,21 +33,34 @@ class ModelWriter {
   readonly models = new Set<string>();
   /** String enums: each a union type. */
   readonly enums = new Set<string>();
+  /** Free-form objects with known keys: each a type, its keys as sent. */
+  readonly data = new Set<string>();
   readonly imports = new Set<string>();
 
   constructor(doc: OpenApiDocument) {
     this.schemas = (doc.components?.schemas ?? {}) as Record<string, Schema>;
-    for (const name of responseSchemaNames(doc)) this.visitNamed(name);
+    for (const name of responseSchemaNames(doc)) {
+      // An answer itself is a model, with a converter: its keys are fields, never data.
+      if (isData(this.named(name))) {
+        throw new Error(
+          `openapi: ${name}, an answer, has both properties and additionalProperties; the SDK models cannot name its fields`,
+        );
+      }
+      this.visitNamed(name);
+    }
   }
 
   private visitNamed(name: string): void {
-    if (this.models.has(name) || this.enums.has(name)) return;
+    if (this.models.has(name) || this.enums.has(name) || this.data.has(name)) return;
     if (name in imported) {
       this.imports.add(name);
       return;
     }
     const schema = this.named(name);
-    if (isModel(schema)) {
+    if (isData(schema)) {
+      this.data.add(name);
+      this.visit(schema);
+    } else if (isModel(schema)) {
       this.models.add(name);
       this.visit(schema);
     } else if (schema.type === 'string' && Array.isArray(schema.enum)) {
@@ -80,7 +94,8 @@ class ModelWriter {
   typeOf(schema: Schema, indent: string): string {
     const ref = refOf(schema);
     if (ref) {
-      if (this.models.has(ref) || this.enums.has(ref) || this.imports.has(ref)) return ref;
+      if (this.models.has(ref) || this.enums.has(ref) || this.imports.has(ref) || this.data.has(ref))
+        return ref;
       return this.typeOf(this.named(ref), indent);
     }
     if (schema.oneOf || schema.anyOf) {
@@ -127,6 +142,7 @@ class ModelWriter {
 
   /** `{ camelName: type; … }` for an inline object, `{ [key: string]: … }` for a free-form one. */
   objectType(schema: Schema, indent: string): string {
+    if (isData(schema)) return this.dataType(schema, indent);
     const properties = propertiesOf(schema);
     if (Object.keys(properties).length === 0) {
       const values = schema.additionalProperties;
@@ -136,6 +152,26 @@ class ModelWriter {
       throw new Error('openapi: an object schema with neither properties nor additionalProperties');
     }
     return `{\n${this.members(schema, `${indent}  `)}${indent}}`;
+  }
+
+  /**
+   * `{ wire_name?: type; …; [key: string]: unknown }` for a free-form object with known keys: the
+   * keys stay as sent, known or not, so the known ones must need no converting either.
+   */
+  dataType(schema: Schema, indent: string): string {
+    const inner = `${indent}  `;
+    const required = new Set(listOfStrings(schema.required));
+    let text = '';
+    for (const [wireName, property] of Object.entries(propertiesOf(schema))) {
+      if (this.needsConversion(property)) {
+        throw new Error(
+          `openapi: "${wireName}" of a free-form object has fields of its own; such an object keeps its keys as sent`,
+        );
+      }
+      text += docComment(property, undefined, inner);
+      text += `${inner}${wireName}${required.has(wireName) ? '' : '?'}: ${this.typeOf(property, inner)};\n`;
+    }
+    return `{\n${text}${inner}[key: string]: unknown;\n${indent}}`;
   }
 
   members(schema: Schema, indent: string): string {
@@ -165,8 +201,12 @@ class ModelWriter {
     if (ref)
       return (
         this.models.has(ref) ||
-        (!this.enums.has(ref) && !this.imports.has(ref) && this.needsConversion(this.named(ref)))
+        (!this.enums.has(ref) &&
+          !this.imports.has(ref) &&
+          !this.data.has(ref) &&
+          this.needsConversion(this.named(ref)))
       );
+    if (isData(schema)) return false;
     if (schema.oneOf || schema.anyOf) {
       return [...listOf(schema.oneOf), ...listOf(schema.anyOf)].some((member) =>
         this.needsConversion(member),
@@ -262,7 +302,18 @@ function responseSchemaNames(doc: OpenApiDocument): string[] {
 }
 
 function isModel(schema: Schema): boolean {
-  return typesOf(schema).includes('object') && Object.keys(propertiesOf(schema)).length > 0;
+  return (
+    typesOf(schema).includes('object') && Object.keys(propertiesOf(schema)).length > 0 && !isData(schema)
+  );
+}
+
+/** A free-form object that names some keys it knows: data, kept as sent. */
+function isData(schema: Schema): boolean {
+  return (
+    schema.additionalProperties === true &&
+    typesOf(schema).includes('object') &&
+    Object.keys(propertiesOf(schema)).length > 0
+  );
 }
 
 function isSchema(value: unknown): value is Schema {
@@ -346,6 +397,12 @@ export function generateSdkModels(doc: OpenApiDocument): string {
       `export type ${name} = ${writer.typeOf({ ...schema }, '')};`,
       '',
     );
+  }
+  for (const name of [...writer.data].sort()) {
+    const schema = writer.named(name);
+    const comment = docComment(schema, undefined, '').trimEnd();
+    if (comment) lines.push(comment);
+    lines.push(`export type ${name} = ${writer.dataType(schema, '')};`, '');
   }
   for (const name of [...writer.models].sort()) {
     const schema = writer.named(name);

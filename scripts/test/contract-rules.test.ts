@@ -4,6 +4,7 @@
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'vitest';
+import asyncContract from '../../generated/asyncapi.json' with { type: 'json' };
 import contract from '../../generated/openapi.json' with { type: 'json' };
 import { multilineTextPattern, textPattern, versionPattern } from '../../generated/patterns.ts';
 
@@ -78,6 +79,9 @@ describe('the contract', () => {
         visit(property, `${at}.${name}`);
       }
       if (schema.items) visit(schema.items as Node, `${at}[]`);
+      for (const member of [...((schema.oneOf ?? []) as Node[]), ...((schema.anyOf ?? []) as Node[])]) {
+        visit(member, at);
+      }
       const constrained = schema.pattern || schema.format || schema.enum || schema.const;
       if (schema.type === 'string' && !constrained) bare.push(at);
     };
@@ -90,6 +94,106 @@ describe('the contract', () => {
       }
     }
     assert.deepEqual(bare, [], 'free-text fields that do not use the Text schemas');
+  });
+
+  test('when a request body has a member with a default then no client makes it required: no request schema says `default`', () => {
+    // openapi-typescript (defaultNonNullable, its default) types a member with a `default` in a
+    // component schema as required, so `{"name":"doors.lock"}` would not type-check against
+    // CommandRequest. The default of a request member is said in its description instead.
+    const schemas = contract.components.schemas as Record<string, Node>;
+    const withDefault: string[] = [];
+    const seen = new Set<Node>();
+    const visit = (schema: unknown, at: string): void => {
+      if (typeof schema !== 'object' || schema === null || seen.has(schema as Node)) return;
+      const node = schema as Node;
+      seen.add(node);
+      if (typeof node.$ref === 'string') {
+        const name = node.$ref.split('/').at(-1) ?? '';
+        visit(schemas[name], name);
+        return;
+      }
+      if ('default' in node) withDefault.push(at);
+      for (const [name, property] of Object.entries((node.properties ?? {}) as Node)) {
+        visit(property, `${at}.${name}`);
+      }
+      for (const key of ['oneOf', 'anyOf', 'allOf'] as const) {
+        for (const member of (node[key] ?? []) as Node[]) visit(member, at);
+      }
+      visit(node.items, `${at}[]`);
+      visit(node.additionalProperties, `${at}{}`);
+    };
+    for (const [path, item] of Object.entries(contract.paths as Record<string, Node>)) {
+      for (const method of methods) {
+        const body = ((item[method] as Node | undefined)?.requestBody as Node | undefined)?.content as
+          | Record<string, { schema?: Node }>
+          | undefined;
+        visit(body?.['application/json']?.schema, `${method.toUpperCase()} ${path}`);
+      }
+    }
+    assert.ok(seen.size > 50, `only ${seen.size} request schemas seen`);
+    assert.deepEqual(withDefault, [], 'request schemas with a default');
+  });
+
+  test("when a caller sends a command then its name and arguments are those of the car's cmd payload, version of app.install aside", () => {
+    const schemas = contract.components.schemas as Record<string, Node>;
+    const carSchemas = asyncContract.components.schemas as Record<string, Node>;
+    const resolveIn = (all: Record<string, Node>, node: Node): Node =>
+      typeof node.$ref === 'string' ? resolveIn(all, all[node.$ref.split('/').at(-1) ?? ''] as Node) : node;
+    // What a schema accepts, its refs resolved, without the words about it.
+    const rules = (all: Record<string, Node>, node: Node): unknown => {
+      const resolved = resolveIn(all, node);
+      return Object.fromEntries(
+        Object.entries(resolved)
+          .filter(([key]) => !['title', 'description', 'examples'].includes(key))
+          .map(([key, value]) => [
+            key,
+            key === 'properties'
+              ? Object.fromEntries(
+                  Object.entries(value as Record<string, Node>).map(([name, member]) => [
+                    name,
+                    rules(all, member),
+                  ]),
+                )
+              : value,
+          ]),
+      );
+    };
+    const byName = (all: Record<string, Node>, union: Node) =>
+      new Map(
+        ((union.oneOf ?? []) as Node[]).map((variant) => {
+          const properties = resolveIn(all, variant).properties as Record<string, Node>;
+          return [String(properties.name?.const), properties.args as Node] as const;
+        }),
+      );
+    const request = byName(schemas, schemas.CommandRequest as Node);
+    const car = byName(carSchemas, carSchemas.CarCommand as Node);
+    assert.deepEqual(
+      [...request.keys()],
+      [...car.keys()].filter((name) => name !== 'pairing.show_code'),
+      'the names a caller may send: every command but the one only the service sends',
+    );
+    assert.deepEqual(
+      (schemas.CommandName as Node).enum,
+      [...car.keys()],
+      'the names a command may have, in the answers',
+    );
+    const mapping = (schemas.CommandRequest as { discriminator: { mapping: Record<string, string> } })
+      .discriminator.mapping;
+    for (const [name, args] of request) {
+      const carArgs = rules(carSchemas, car.get(name) as Node) as Node;
+      const expected =
+        name === 'app.install'
+          ? { ...carArgs, required: (carArgs.required as string[]).filter((member) => member !== 'version') }
+          : carArgs;
+      assert.deepEqual(rules(schemas, args), expected, name);
+      assert.equal(
+        mapping[name],
+        ((schemas.CommandRequest as Node).oneOf as Node[]).find(
+          (variant) => (resolveIn(schemas, variant).properties as Record<string, Node>).name?.const === name,
+        )?.$ref,
+        `the discriminator maps ${name} to its own variant`,
+      );
+    }
   });
 
   test('when text holds a control character then the shared text patterns refuse it, and keep everything else', () => {

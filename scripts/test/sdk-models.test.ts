@@ -68,8 +68,8 @@ function assertModelOf(schema: Schema, wire: unknown, model: unknown, at: string
     return;
   }
   const properties = resolved.properties as Record<string, Schema> | undefined;
-  if (!properties) {
-    assert.deepEqual(model, wire, `${at}: a free-form object keeps its keys as sent`);
+  if (!properties || resolved.additionalProperties === true) {
+    assert.deepEqual(model, wire, `${at}: a free-form object keeps its keys as sent, known ones too`);
     return;
   }
   assert.ok(model !== null && typeof model === 'object', at);
@@ -144,7 +144,27 @@ describe('SDK v4 models', () => {
     }
     assert.ok(checked >= 15, `only ${checked} examples`);
     const status = models.toCarStatus(schemas.CarStatus?.examples?.[0 as never] as never);
-    assert.deepEqual(status.state, { ignition: 'off', doors_locked: true });
+    assert.deepEqual(status.state, { ignition: false, doors_locked: true });
+  });
+
+  test("when a free-form object names keys it knows then its type has them as sent, beside the car's own", () => {
+    assert.match(
+      source,
+      /export type CarState = \{\n(.*\n)*? {2}ignition\?: boolean;\n(.*\n)*? {2}doors_locked\?: boolean;\n {2}\[key: string\]: unknown;\n\};/,
+    );
+    assert.match(source, /^ {2}state: CarState;$/m);
+    const wire = {
+      device_id: 'brand_a:1HGCM82633A004352',
+      brand: 'brand_a',
+      online: true,
+      last_seen: null,
+      state: { ignition: true, doors_locked: false, fuel_level_pct: 41 },
+      reported_at: null,
+    } as const;
+    const status = models.toCarStatus(wire);
+    assert.deepEqual(status.state, { ignition: true, doors_locked: false, fuel_level_pct: 41 });
+    const doorsLocked: boolean | undefined = status.state.doors_locked;
+    assert.equal(doorsLocked, false);
   });
 
   test('when an optional field is absent then the model has no key for it, and a null stays null', () => {
@@ -184,12 +204,32 @@ describe('SDK v4 models', () => {
       () => generateSdkModels(withSchema({ type: 'object', properties: { deviceId: { type: 'string' } } })),
       /property "deviceId" is not snake_case/,
     );
+    // An answer's own fields are named (camelCase), so it cannot also be free-form.
     assert.throws(
       () =>
         generateSdkModels(
           withSchema({ type: 'object', properties: { a: { type: 'string' } }, additionalProperties: true }),
         ),
-      /both properties and additionalProperties/,
+      /CarStatus, an answer, has both properties and additionalProperties/,
+    );
+    // Keys kept as sent cannot hold fields to rename.
+    assert.throws(
+      () =>
+        generateSdkModels({
+          ...doc,
+          components: {
+            ...doc.components,
+            schemas: {
+              ...schemas,
+              CarState: {
+                type: 'object',
+                additionalProperties: true,
+                properties: { doors: { type: 'object', properties: { front_left: { type: 'boolean' } } } },
+              },
+            },
+          },
+        }),
+      /"doors" of a free-form object has fields of its own/,
     );
     assert.throws(
       () => generateSdkModels(withSchema({ type: 'object', properties: { a: { description: 'no type' } } })),

@@ -1,6 +1,6 @@
 /**
  * Where the service finds what `npm run build` makes beside it: the reference page, the SDK's
- * browser runtime, the web console, and the bundled contract. Reckoned from the `server/` folder,
+ * browser runtime, the web console, and the bundled contracts. Reckoned from the `server/` folder,
  * which this module finds one level above itself both as source (`server/src/built-files.ts`) and
  * in the production build (everything bundled into `server/dist/main.js`): a path relative to any
  * other module would break once bundled.
@@ -21,3 +21,9 @@ export const consoleDir = `${repoDir}console/dist`;
 
 /** The bundled contract, committed in `generated/`. */
 export const contractFile = `${repoDir}generated/openapi.json`;
+
+/** The bundled MQTT contract, committed in `generated/`, as YAML and as JSON (one document). */
+export const asyncContractFiles = {
+  yaml: `${repoDir}generated/asyncapi.yaml`,
+  json: `${repoDir}generated/asyncapi.json`,
+};

@@ -72,13 +72,15 @@ describe('the MQTT bridge', () => {
     await broker?.close();
   });
 
-  test('when a car reports presence, status and telemetry then status, install and location show them', async () => {
+  test('when a car reports presence, status and telemetry then status, install and location show them, state keys of its own too', async () => {
     const deviceId = newDeviceId();
     await provisionCar(service, admin, deviceId);
     const car = await connectCar(broker, deviceId, at);
     try {
       await car.publish('presence', { device_id: deviceId, brand: 'brand_b', state: 'online', at });
-      await car.publish('status', statusReport(deviceId));
+      // The contract names `ignition` and `doors_locked`; a car may report keys of its own.
+      const state = { ignition: false, doors_locked: true, fuel_level_pct: 41, lights: { low_beam: 'on' } };
+      await car.publish('status', statusReport(deviceId, { state }));
       await car.publish('telemetry', fix(deviceId, 48.1371));
 
       await eventually(
@@ -92,7 +94,7 @@ describe('the MQTT bridge', () => {
         online: true,
         // When the service received the car's last message, by its own clock.
         last_seen: new Date(service.clock.now).toISOString(),
-        state: { ignition: false, doors_locked: true },
+        state,
         reported_at: at,
       });
       assert.deepEqual((await read(deviceId, 'install')).body, {
@@ -145,6 +147,11 @@ describe('the MQTT bridge', () => {
       ['not_json', () => car.publish('status', Buffer.from('{"device_id": '))],
       ['not_json', () => car.publish('status', Buffer.from([0x7b, 0xff, 0xfe, 0x7d]))],
       ['invalid_payload', () => car.publish('status', statusReport(deviceId, { host_version: '' }))],
+      // A key the contract names, with a value of another type.
+      [
+        'invalid_payload',
+        () => car.publish('status', statusReport(deviceId, { state: { ignition: 'off' } })),
+      ],
       ['invalid_payload', () => car.publish('telemetry', fix(deviceId, 91))],
       [
         'invalid_payload',

@@ -135,6 +135,12 @@ describe('car commands on the embedded broker', () => {
         'unknown_command',
         /no command "pairing\.show_code"/,
       ],
+      // Before the contract listed the names, a name of another form was the validator's 400; it
+      // is no command all the same, and said so like any other.
+      [{ name: 'Doors.Lock' }, 'unknown_command', /no command "Doors\.Lock"; the commands are doors\.lock/],
+      [{ name: '' }, 'unknown_command', /no command ""/],
+      // A name of any length is repeated only in part.
+      [{ name: `doors.${'x'.repeat(5000)}` }, 'unknown_command', /^There is no command "doors\.x{94}…"; /],
       [{ name: 'app.install', args: {} }, 'invalid_command_args', /app\.install needs args\.app_id/],
       [
         { name: 'app.install', args: { app_id: 'Not An Id', version: '1.0' } },
@@ -166,12 +172,18 @@ describe('car commands on the embedded broker', () => {
     });
     assert.equal(noApp.status, 404, JSON.stringify(noApp.body));
     assert.equal(noApp.body.code, 'app_not_found');
-    for (const ttl of [0, 86_401]) {
-      const reply = await commands.send(admin.token, credential.deviceId, {
-        name: 'doors.lock',
-        ttl_seconds: ttl,
-      });
-      assert.equal(reply.status, 400, `ttl ${ttl}`);
+    // What every command's body shares is the contract validator's to refuse, as before.
+    const malformed: unknown[] = [
+      ...[0, 86_401].map((ttl) => ({ name: 'doors.lock', ttl_seconds: ttl })),
+      { name: 'doors.lock', args: 'force' },
+      { name: 7 },
+      { name: 'doors.lock', force: true },
+      { args: {} },
+    ];
+    for (const body of malformed) {
+      const reply = await commands.send(admin.token, credential.deviceId, body);
+      assert.equal(reply.status, 400, JSON.stringify(body));
+      assert.equal(reply.body.code, 'validation_failed', JSON.stringify(reply.body));
     }
 
     // Publications leave in the order commands are made: had any refused one gone out, the car

@@ -2,7 +2,9 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { DiagnosticSeverity, Parser } from '@asyncapi/parser';
 import { afterAll, beforeAll, describe, test } from 'vitest';
+import { parse as parseYaml } from 'yaml';
 import { buildDocs } from '../../scripts/build-docs.ts';
 import { release } from '../src/release.ts';
 import { signUpDeveloper } from './support/accounts.ts';
@@ -165,6 +167,41 @@ describe('the HTTP surface', () => {
     assert.equal(reply.status, 200);
     assert.equal(reply.body.openapi, '3.1.0');
     assert.ok(reply.body.paths['/api/v1/cars/{device_id}/status']);
+  });
+
+  test('when the MQTT contract is asked for then /asyncapi.yaml and /asyncapi.json are one self-contained AsyncAPI document', async () => {
+    const yaml = await call(url, 'GET', '/asyncapi.yaml');
+    assert.equal(yaml.status, 200);
+    assert.match(String(yaml.headers['content-type']), /^application\/yaml/);
+    const { document, diagnostics } = await new Parser().parse(yaml.body);
+    assert.ok(document, JSON.stringify(diagnostics));
+    assert.deepEqual(
+      diagnostics.filter((d) => d.severity <= DiagnosticSeverity.Warning),
+      [],
+    );
+    assert.equal(document.version(), '3.0.0');
+    assert.ok(document.channels().get('carCommand'), 'the commands of cars are in it');
+    const parsed = parseYaml(yaml.body);
+    // Every reference points into the document itself: nothing to fetch from elsewhere.
+    const refs = JSON.stringify(parsed).match(/"\$ref":"[^"]*"/g) ?? [];
+    assert.ok(refs.length > 10);
+    assert.deepEqual(
+      refs.filter((ref) => !ref.startsWith('"$ref":"#/')),
+      [],
+    );
+
+    const json = await call(url, 'GET', '/asyncapi.json');
+    assert.equal(json.status, 200);
+    assert.match(String(json.headers['content-type']), /^application\/json/);
+    assert.deepEqual(json.body, parsed, 'the same document');
+  });
+
+  test('when /docs is read then it links the HTTP and the MQTT contracts, and each link answers', async () => {
+    const page = await call(url, 'GET', '/docs');
+    for (const path of ['/openapi.json', '/asyncapi.yaml', '/asyncapi.json']) {
+      assert.ok(page.body.includes(`href="${path}"`), `the page links ${path}`);
+      assert.equal((await call(url, 'GET', path)).status, 200, path);
+    }
   });
 
   test('when /docs is opened then the reference page and its script come from this service, no CDN', async () => {

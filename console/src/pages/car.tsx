@@ -204,8 +204,9 @@ function MiniApps({
   const [version, setVersion] = useState('');
   const installApp = useSubmit(async () => {
     // Without a version the service installs the one this car should run (its rollout's, else the live one).
-    const args: Record<string, string> = { app_id: appId.trim() };
-    if (version.trim()) args.version = version.trim();
+    const args = version.trim()
+      ? { app_id: appId.trim(), version: version.trim() }
+      : { app_id: appId.trim() };
     await onSend({ name: 'app.install', args });
   });
   return (

@@ -1,6 +1,7 @@
 /** A command as the API and the `command.state_changed` webhook show it. */
 import type { Brand } from '@svc/sdk';
 import type { components } from '../../../generated/openapi.ts';
+import type { CommandName } from './command-payload.ts';
 import type { CommandRow } from './command-repository.ts';
 import { pairingCommand } from './command-states.ts';
 
@@ -12,7 +13,8 @@ export function toApiCommand(row: CommandRow, brand: Brand): Command {
     command_id: row.command_id,
     device_id: row.device_id,
     brand,
-    name: row.name,
+    // A row holds only a name the lifecycle checked against the contract (command-payload.ts).
+    name: row.name as CommandName,
     // A pairing code is for the people in the car, not for whoever reads the car's commands later.
     args: row.name === pairingCommand ? {} : row.args,
     state: row.state,

@@ -1,3 +1,10 @@
+/**
+ * Commands for cars, for their owners and admins: made after every check (the caller may see the
+ * car, the name, the arguments against the contract, for `app.install` a published version that
+ * lists the car's brand), written to the outbox through the lifecycle (command-lifecycle.ts), and
+ * followed by their `command_id`.
+ */
+import type { Brand } from '@svc/sdk';
 import type { components } from '../../../generated/openapi.ts';
 import type { Principal } from '../auth/principal.ts';
 import type { Clock } from '../clock.ts';
@@ -13,10 +20,28 @@ import { pairingCommand } from './command-states.ts';
 
 export type { Command } from './command-resource.ts';
 export type CommandList = components['schemas']['CommandList'];
-export type CommandRequest = components['schemas']['CommandRequest'];
 
-/** How long a command may wait for its car when the caller says nothing (the contract's default). */
+/**
+ * A command as a caller asked for it, not yet checked: the contract's `CommandRequest` is a union
+ * discriminated by `name`, and the validator lets through only its envelope (http/validation.ts),
+ * so that the name and the arguments are checked here, with the service's own problems.
+ */
+export interface CommandRequest {
+  name: string;
+  args?: Record<string, unknown>;
+  ttl_seconds?: number;
+  brand?: Brand;
+}
+
+/** How long a command may wait for its car when the caller says nothing (as `CommandTtlSeconds` says). */
 export const defaultTtlSeconds = 300;
+
+/** The most of an unknown name a problem repeats: the name is the caller's, of any length. */
+const quotedNameLength = 100;
+
+function quoteName(name: string): string {
+  return JSON.stringify(name.length > quotedNameLength ? `${name.slice(0, quotedNameLength)}…` : name);
+}
 
 /** The names a caller may send: every command of the contract but the one only the service sends. */
 const callerCommands = commandNames.filter((name) => name !== pairingCommand);
@@ -112,7 +137,7 @@ export function createCommandService(deps: {
       if (!isCommandName(name) || name === pairingCommand) {
         throw new InvalidError(
           'unknown_command',
-          `There is no command "${name}"; the commands are ${callerCommands.join(', ')}.`,
+          `There is no command ${quoteName(name)}; the commands are ${callerCommands.join(', ')}.`,
           { title: 'Unknown command' },
         );
       }

@@ -1,13 +1,13 @@
 /**
  * The HTTP API as an express app. Middleware in a fixed order: requests in flight and their
  * pacing → OPTIONS and CORS → old-CLI check → the presigned upload URL's form → per operation:
- * express.json (where it takes JSON), contract validator, handler → docs, the runtime script, the
- * console → problems.
+ * express.json (where it takes JSON), contract validator, handler → docs and the contracts, the
+ * runtime script, the console → problems.
  */
 import { readFileSync } from 'node:fs';
 import express from 'express';
 import { routes } from '../../../generated/routes.ts';
-import { contractFile } from '../built-files.ts';
+import { asyncContractFiles, contractFile } from '../built-files.ts';
 import type { Config } from '../config.ts';
 import type { Logger } from '../logger.ts';
 import type { Metrics } from '../metrics.ts';
@@ -52,6 +52,10 @@ export function createHttpApi({
   ...built
 }: HttpApiDependencies) {
   const contract = JSON.parse(readFileSync(contractFile, 'utf8'));
+  const asyncContract = {
+    yaml: readFileSync(asyncContractFiles.yaml, 'utf8'),
+    json: readFileSync(asyncContractFiles.json, 'utf8'),
+  };
   const app = express();
   app.disable('x-powered-by');
   // No answer is to be taken for another type than it says (a package or a problem as a page).
@@ -101,7 +105,7 @@ export function createHttpApi({
       validate: validators.forOperation,
     }),
   );
-  app.use(docsRouter(contract, built.docsDir, () => audience()));
+  app.use(docsRouter(contract, asyncContract, built.docsDir, () => audience()));
   app.use(sdkScriptRouter(built.sdkScript));
   app.use(consoleRouter(built.consoleDir));
   app.use(notFound);

@@ -1,6 +1,8 @@
 /**
- * The contract for people and programs: GET /openapi.json (the bundled contract) and GET /docs,
- * the reference page built by `npm run build` (Redoc, served from here: no CDN).
+ * The contracts for people and programs: GET /openapi.json (the bundled HTTP contract),
+ * GET /asyncapi.yaml and /asyncapi.json (the bundled MQTT contract, one document in two
+ * notations), and GET /docs, the reference page built by `npm run build` (Redoc, served from here:
+ * no CDN), which links all three.
  */
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
@@ -12,8 +14,20 @@ export const docsPage = 'index.html';
 export const docsScript = 'redoc.standalone.js';
 
 /** The paths this router answers with GET (and so HEAD, and OPTIONS through `crossOrigin`). */
-export const docsPaths = ['/openapi.json', '/docs', `/docs/${docsScript}`] as const;
-const [contractPath, pagePath, scriptPath] = docsPaths;
+export const docsPaths = [
+  '/openapi.json',
+  '/docs',
+  `/docs/${docsScript}`,
+  '/asyncapi.yaml',
+  '/asyncapi.json',
+] as const;
+const [contractPath, pagePath, scriptPath, asyncYamlPath, asyncJsonPath] = docsPaths;
+
+/** The MQTT contract as generated/ holds it: the same document as YAML and as JSON. */
+export interface AsyncContract {
+  yaml: string;
+  json: string;
+}
 
 /**
  * The page may reach this service only: Redoc links a logo, icons and its usage reports from
@@ -48,6 +62,7 @@ function contentSecurityPolicy(html: string): string {
  */
 export function docsRouter(
   contract: { servers?: { url: string; description?: string }[] },
+  asyncContract: AsyncContract,
   docsDir: string | undefined,
   baseUrl: () => string,
 ): Router {
@@ -60,6 +75,13 @@ export function docsRouter(
   let page: { html: string; url: string; policy: string } | undefined;
   router.get(contractPath, (_req, res) => {
     res.json(withServer(baseUrl()));
+  });
+  // RFC 9512's media type for YAML.
+  router.get(asyncYamlPath, (_req, res) => {
+    res.type('application/yaml').send(asyncContract.yaml);
+  });
+  router.get(asyncJsonPath, (_req, res) => {
+    res.type('application/json').send(asyncContract.json);
   });
   router.get(pagePath, (_req, res) => {
     if (!docsDir || !existsSync(join(docsDir, docsPage))) {

@@ -16,11 +16,20 @@ import type { RequestHandler } from 'express';
 import * as OpenApiValidator from 'express-openapi-validator';
 import type { OpenAPIV3 } from 'express-openapi-validator/dist/framework/types.js';
 import { type OperationId, routes } from '../../../generated/routes.ts';
+import { withBodyEnvelopes } from './body-envelopes.ts';
 import { jsonBody } from './json-body.ts';
 import { ProblemError } from './problem.ts';
 import { lowerCaseUuids, uuidPlaces } from './uuid-ids.ts';
 
 type Contract = OpenAPIV3.DocumentV3_1;
+
+/**
+ * The operations whose JSON body is a union whose variant their service checks itself, so the
+ * validator sees only its envelope (body-envelopes.ts): a command's name and arguments are checked
+ * by the command service against the car's `cmd` payload, answering 422 `unknown_command` or
+ * `invalid_command_args` as the contract's `CommandRequest` says.
+ */
+const variantCheckedByService: readonly OperationId[] = ['createCarCommand'];
 
 /**
  * `forOperation` gives the middleware before an operation's handler: the JSON body parser where the
@@ -32,11 +41,12 @@ export function contractValidators(
   options: { validateResponses: boolean; jsonLimitBytes: number },
 ) {
   const byPath = new Map<string, RequestHandler[]>();
+  const validated = withBodyEnvelopes(contract, variantCheckedByService);
   const validatorsOf = (openapiPath: string): RequestHandler[] => {
     let validators = byPath.get(openapiPath);
     if (!validators) {
       validators = OpenApiValidator.middleware({
-        apiSpec: { ...contract, paths: { [openapiPath]: contract.paths?.[openapiPath] ?? {} } } as Contract,
+        apiSpec: { ...validated, paths: { [openapiPath]: validated.paths?.[openapiPath] ?? {} } } as Contract,
         validateApiSpec: false,
         validateRequests: { allowUnknownQueryParameters: false, coerceTypes: false },
         validateResponses: options.validateResponses ? { coerceTypes: false } : false,

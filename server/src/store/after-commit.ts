@@ -1,3 +1,4 @@
+/** Work that waits for a transaction's commit: wake-ups and metrics, never a rolled-back change's. */
 import type { Knex } from 'knex';
 import type { Db } from './db.ts';
 
