@@ -2962,7 +2962,7 @@ export interface components {
             url: components["schemas"]["WebhookUrl"];
             events: components["schemas"]["WebhookEventType"][];
             /** @description A note on what the endpoint is for. Empty when left out. */
-            description?: string;
+            description?: string & components["schemas"]["Text"];
         };
         /**
          * WebhookSecret
@@ -3002,7 +3002,7 @@ export interface components {
         WebhookUpdateRequest: {
             url?: components["schemas"]["WebhookUrl"];
             events?: components["schemas"]["WebhookEventType"][];
-            description?: string;
+            description?: string & components["schemas"]["Text"];
             enabled?: boolean;
         };
         /**
@@ -5425,6 +5425,7 @@ export interface operations {
             408: components["responses"]["RequestTimeout"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["UnprocessableEntity"];
             426: components["responses"]["UpgradeRequired"];
             503: components["responses"]["ServiceUnavailable"];
         };
