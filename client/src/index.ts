@@ -39,3 +39,10 @@ export { createSvcClient, SvcProblem } from './svc-client.ts';
 export type { UnstorableText } from './text.ts';
 export { describeUnstorableText, findUnstorableText } from './text.ts';
 export { isUuid, uuidPattern, uuidPatternSource } from './uuid.ts';
+export type {
+  VerifiedWebhook,
+  VerifyWebhookOptions,
+  WebhookHeaders,
+  WebhookVerificationErrorCode,
+} from './webhooks.ts';
+export { verifyWebhook, WebhookVerificationError, webhookVerificationErrorCodes } from './webhooks.ts';

@@ -125,6 +125,8 @@ describe.skipIf(missing)(`the host bridge in a browser${missing ? ` (${missing})
         window.ctx = ctx;
         window.changes = [];
         ctx.on('activecarchange', (change) => changes.push({ change, activeCarId: ctx.activeCarId }));
+        window.statuses = [];
+        ctx.on('statuschange', (change) => statuses.push(change));
         return { appId: ctx.appId, activeCarId: ctx.activeCarId, brand: ctx.brand, locale: ctx.locale, hostOrigin: ctx.hostOrigin };
       })`,
     );
@@ -228,6 +230,136 @@ describe.skipIf(missing)(`the host bridge in a browser${missing ? ` (${missing})
       'the app heard only its host',
     );
     assert.equal(await page.evaluate('calls.status.length'), 1, 'the host answered only its app');
+    await page.context().close();
+  });
+
+  /** A CarStatus as a host would report it, at a time of its own. */
+  const statusOf = (deviceId: string, brand: string, online: boolean, state: object, at: string) => ({
+    deviceId,
+    brand,
+    online,
+    lastSeen: at,
+    state,
+    reportedAt: at,
+  });
+
+  test("when the host says the active car's status changed then the app hears statuschange with the new status and what changed, once per change", async () => {
+    const page = await openHostPage();
+    const frame = await embedApp(page);
+    await connect(frame);
+    // What the app had: the status callback's answer (ignition off).
+    await settle(frame, 'ctx.status()');
+
+    const ignitionOn = statusOf(carA, 'brand_a', true, { ignition: 'on' }, '2025-01-01T10:00:00.000Z');
+    assert.equal(await page.evaluate(`host.statusChanged(${JSON.stringify(ignitionOn)})`), true);
+    await frame.waitForFunction('statuses.length === 1');
+    assert.deepEqual(await frame.evaluate('statuses'), [{ status: ignitionOn, changed: ['state.ignition'] }]);
+
+    // The same status again (only its times moved) is no news; a car that goes offline with its
+    // doors unlocked is.
+    const again = {
+      ...ignitionOn,
+      lastSeen: '2025-01-01T10:01:00.000Z',
+      reportedAt: '2025-01-01T10:01:00.000Z',
+    };
+    const offline = statusOf(
+      carA,
+      'brand_a',
+      false,
+      { ignition: 'on', doors: 'unlocked' },
+      '2025-01-01T10:02:00.000Z',
+    );
+    await page.evaluate(
+      `host.statusChanged(${JSON.stringify(again)}); host.statusChanged(${JSON.stringify(offline)})`,
+    );
+    await frame.waitForFunction('statuses.length === 2');
+    assert.deepEqual(await frame.evaluate('statuses[1]'), {
+      status: offline,
+      changed: ['online', 'state.doors'],
+    });
+    assert.equal(await frame.evaluate('statuses.length'), 2);
+    await page.context().close();
+  });
+
+  test("when the host is told another car's status then the app hears nothing, until that car is the active one", async () => {
+    const page = await openHostPage();
+    const frame = await embedApp(page);
+    await connect(frame);
+    const otherCar = statusOf(carB, 'brand_b', true, { ignition: 'on' }, '2025-01-01T10:00:00.000Z');
+    assert.equal(
+      await page.evaluate(`host.statusChanged(${JSON.stringify(otherCar)})`),
+      false,
+      'not sent: not the active car',
+    );
+    // A host without createHost's check: its own window posts another car's status as an event.
+    await page.evaluate(`document.querySelector('iframe#app').contentWindow.postMessage(
+      { protocol: 'svc-host-bridge', version: 1, kind: 'event', name: 'statuschange', data: { status: ${JSON.stringify(otherCar)} } },
+      '${app.origin}')`);
+
+    await page.evaluate(`host.setActiveCar('${carB}')`);
+    await frame.waitForFunction('changes.length === 1');
+    const next = statusOf(carB, 'brand_b', true, { ignition: 'off' }, '2025-01-01T10:01:00.000Z');
+    assert.equal(await page.evaluate(`host.statusChanged(${JSON.stringify(next)})`), true);
+    await frame.waitForFunction('statuses.length > 0');
+    // The app had no status of this car: everything is news.
+    assert.deepEqual(await frame.evaluate('statuses'), [
+      { status: next, changed: ['online', 'state.ignition'] },
+    ]);
+    await page.context().close();
+  });
+
+  test('when a page of another origin, or the app itself, posts a statuschange to the app then the app does not hear it', async () => {
+    const page = await openHostPage();
+    const frame = await embedApp(page);
+    await connect(frame);
+    const strangerFrame = await (await page.waitForSelector('iframe#stranger')).contentFrame();
+    assert.ok(strangerFrame);
+    await strangerFrame.waitForURL(`${stranger.origin}/**`);
+    const forged = (source: string) => ({
+      protocol: 'svc-host-bridge',
+      version: 1,
+      kind: 'event',
+      name: 'statuschange',
+      data: {
+        status: statusOf(
+          carA,
+          'brand_a',
+          true,
+          { ignition: 'on', forgedBy: source },
+          '2025-01-01T10:00:00.000Z',
+        ),
+      },
+    });
+    await strangerFrame.evaluate(`parent.frames[0].postMessage(${JSON.stringify(forged('stranger'))}, '*')`);
+    await frame.evaluate(`postMessage(${JSON.stringify(forged('the app'))}, '*')`);
+
+    // Posted after the forged ones: once the app hears it, it has had its chance to hear those.
+    const real = statusOf(carA, 'brand_a', false, { ignition: 'off' }, '2025-01-01T10:01:00.000Z');
+    await page.evaluate(`host.statusChanged(${JSON.stringify(real)})`);
+    await frame.waitForFunction('statuses.length > 0');
+    assert.deepEqual(
+      await frame.evaluate('statuses.map((change) => change.status)'),
+      [real],
+      'the app heard only its host',
+    );
+    await page.context().close();
+  });
+
+  test('when a host passes statusChanged something that is not a CarStatus, or an app listens for an unknown event, then each is told at once', async () => {
+    const page = await openHostPage();
+    const frame = await embedApp(page);
+    await connect(frame);
+    const host = errorOf(
+      await settle(
+        page,
+        `host.statusChanged({ deviceId: '${carA}', brand: 'brand_b', online: true, state: {}, lastSeen: null, reportedAt: null })`,
+      ),
+    );
+    assert.equal(host.name, 'TypeError');
+    assert.match(host.message, /statusChanged takes a CarStatus/);
+    const app = errorOf(await settle(frame, `ctx.on('ignitionchange', () => {})`));
+    assert.equal(app.name, 'TypeError');
+    assert.equal(app.message, `no event "ignitionchange": try 'activecarchange' or 'statuschange'`);
     await page.context().close();
   });
 

@@ -73,6 +73,7 @@ export function createApp(config: Config, deps: AppDependencies = {}) {
     commands: { lifecycle: services.commandLifecycle, outbox: services.commandOutbox },
     connection: deps.brokerConnection,
     telemetryBatch: deps.telemetryBatch,
+    webhookEvents: services.webhookEvents,
   });
   const { docsDir, sdkScript, consoleDir } = deps;
   const http = createHttpApi({ config, services, logger, metrics, audience, docsDir, sdkScript, consoleDir });
@@ -99,6 +100,7 @@ export function createApp(config: Config, deps: AppDependencies = {}) {
       // After the migrations, so that what cars report has its tables; commands wait in SQL until
       // the bridge connects, and the sweep expires them meanwhile.
       services.commandOutbox.start();
+      services.webhookDeliverer.start();
       await bridge.start(mqttUrl);
       ({ server, url: listeningUrl } = await listen(http.app, config));
       const forMetrics = await listenForMetrics(metrics, config.metricsHost, config.metricsPort);

@@ -296,6 +296,24 @@ export const settings = {
     parse: count('1000'),
     doc: 'how many `app.install` commands a second a replica makes at most when it moves cars to a new version of an app (a publication, a rollout move, cars coming online), so that a release to a fleet never floods the broker ([operating.md](operating.md#app-updates-and-rollouts))',
   },
+  webhookAllowPrivate: {
+    env: 'SVC_WEBHOOK_ALLOW_PRIVATE',
+    default: 'false',
+    parse: trueOrFalse,
+    doc: '`true` to let webhook endpoints be on loopback, private, link-local and metadata addresses, and on `http://` (tests, private networks); otherwise such an address is refused when an endpoint is registered and again, on the resolved address, at every connection ([webhooks.md](webhooks.md))',
+  },
+  webhookTimeoutMs: {
+    env: 'SVC_WEBHOOK_TIMEOUT',
+    default: '10s',
+    parse: duration({ in: 'ms', atMost: '1m', why: 'an endpoint delivers in order, so a slow one waits for itself' }),
+    doc: 'how long one webhook delivery attempt may take, from connecting to the end of the answer (read up to 64 KiB); past it the attempt failed and is tried again later',
+  },
+  webhookDisableAfterSeconds: {
+    env: 'SVC_WEBHOOK_DISABLE_AFTER',
+    default: '3d',
+    parse: duration({ in: 's', atLeast: '1h', why: 'a receiver down for a deploy must not lose its endpoint' }),
+    doc: 'a webhook endpoint whose every attempt has failed for this long is disabled (its owner sees it in the console, and enables it again there or with `PATCH /api/v1/webhooks/{webhook_id}`)',
+  },
   signingKeyRotationSeconds: {
     env: 'SVC_SIGNING_KEY_ROTATION',
     default: '30d',

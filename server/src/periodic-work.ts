@@ -11,12 +11,18 @@ const idempotencySweepMs = 60 * 60 * 1000;
 /** How often a replica looks at every released app's cars for updates a wake-up missed. */
 const appUpdateSweepMs = 30 * 1000;
 
+/** How often a replica looks for webhook deliveries a wake-up missed. */
+const webhookSweepMs = 30 * 1000;
+
+/** How often webhook events past the log's 30 days are deleted. */
+const webhookLogSweepMs = 60 * 60 * 1000;
+
 /** How often a replica looks whether the signing keys are due to rotate, and deletes spent ones. */
 const signingKeyCheckMs = 60 * 1000;
 
 export function schedulePeriodicWork(
   scheduler: Scheduler,
-  services: Pick<Services, 'uploads' | 'idempotency' | 'signingKeys' | 'commandOutbox' | 'appUpdates'>,
+  services: Pick<Services, 'uploads' | 'idempotency' | 'signingKeys' | 'commandOutbox' | 'appUpdates' | 'webhookDeliverer' | 'webhooks'>,
   options: {
     uploadLeaseSeconds: number;
     commandSweepSeconds: number;
@@ -51,6 +57,20 @@ export function schedulePeriodicWork(
     id: 'app-update-sweep',
     periodMs: appUpdateSweepMs,
     fn: () => services.appUpdates.sweep(),
+  });
+  // Deliveries a wake-up missed (written on a replica whose NOTIFY was lost) go out; the
+  // deliverer's own timer brings each retry on time.
+  scheduler.scheduleTask({
+    id: 'webhook-delivery-sweep',
+    periodMs: webhookSweepMs,
+    fn: async () => services.webhookDeliverer.sweep(),
+  });
+  // The delivery log keeps 30 days; older events go with their deliveries and attempts.
+  scheduler.scheduleTask({
+    id: 'webhook-log-sweep',
+    periodMs: webhookLogSweepMs,
+    runAtStart: true,
+    fn: () => services.webhooks.forgetOldEvents(),
   });
   // Each replica looks; the store's lock makes one rotation of their looking at once.
   scheduler.scheduleTask({

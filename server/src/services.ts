@@ -3,6 +3,7 @@ import { createAccountService } from './accounts/account-service.ts';
 import { type AdminCode, createAdminCodeService } from './accounts/admin-codes.ts';
 import { createPasswords, type Passwords } from './accounts/passwords.ts';
 import { createAppUpdater } from './app-updates/app-updater.ts';
+import { rolloutProgress } from './app-updates/rollout-progress.ts';
 import { createTokenService } from './auth/token-service.ts';
 import type { BrokerAccounts } from './broker/broker-accounts.ts';
 import type { CredentialStore } from './broker/credentials.ts';
@@ -33,6 +34,10 @@ import { createStoreReadiness } from './store/readiness.ts';
 import { createBucketPackageStore } from './uploads/bucket-package-store.ts';
 import { createFilePackageStore } from './uploads/file-package-store.ts';
 import { createUploadService } from './uploads/upload-service.ts';
+import { createWebhookDeliverer } from './webhooks/webhook-deliverer.ts';
+import { createWebhookEvents } from './webhooks/webhook-events.ts';
+import { createWebhookSender } from './webhooks/webhook-sender.ts';
+import { createWebhookService } from './webhooks/webhook-service.ts';
 
 export type Services = ReturnType<typeof createServices>;
 
@@ -77,7 +82,30 @@ export function createServices(deps: {
       acquireTimeoutMs: config.databaseAcquireTimeoutMs,
       statementTimeoutMs: config.databaseStatementTimeoutMs,
     }) ?? db;
-  const commandLifecycle = createCommandLifecycle({ db, bridgeWriter, clock, metrics: commandMetrics });
+  const webhookEvents = createWebhookEvents({ db, clock });
+  const webhookDeliverer = createWebhookDeliverer({
+    db,
+    clock,
+    logger,
+    keyRing: deps.keyRing,
+    events: webhookEvents,
+    sender: createWebhookSender({
+      timeoutMs: config.webhookTimeoutMs,
+      maxResponseBytes: 64 * 1024,
+      allowPrivate: config.webhookAllowPrivate,
+    }),
+    timeoutMs: config.webhookTimeoutMs,
+    disableAfterSeconds: config.webhookDisableAfterSeconds,
+  });
+  // Review and rollout moves tell the app's developer, the rollout with its progress.
+  const releaseEvents = { webhookEvents, progressOf: rolloutProgress };
+  const commandLifecycle = createCommandLifecycle({
+    db,
+    bridgeWriter,
+    clock,
+    metrics: commandMetrics,
+    webhookEvents,
+  });
   const storeReadiness = createStoreReadiness(db);
   const appUpdates = createAppUpdater({
     db,
@@ -96,6 +124,7 @@ export function createServices(deps: {
   const cars = createCarService({
     db,
     clock,
+    webhookEvents,
     credentials: deps.credentials,
     broker: deps.broker,
     keyRing: deps.keyRing,
@@ -109,6 +138,7 @@ export function createServices(deps: {
     /** Lets go of what the services hold open; the store itself is its owner's to close. */
     async close(): Promise<void> {
       await appUpdates.stop();
+      await webhookDeliverer.stop();
       await storeReadiness.close();
       packages.close();
       if (bridgeWriter !== db) await bridgeWriter.destroy();
@@ -125,10 +155,10 @@ export function createServices(deps: {
     signIn: createSignInService({ db, clock, tokens, failures, audience: deps.audience }),
     uploads,
     cars,
-    carReports: createCarReportService({ db }),
+    carReports: createCarReportService({ db, webhookEvents }),
     ownership: createOwnershipService({ db, clock, commands: commandLifecycle }),
-    miniApps: createMiniAppService({ db, clock, uploads, onReleaseChanged: appUpdates.wake }),
-    rollouts: createRolloutService({ db, clock, onReleaseChanged: appUpdates.wake }),
+    miniApps: createMiniAppService({ ...releaseEvents, db, clock, uploads, onReleaseChanged: appUpdates.wake }),
+    rollouts: createRolloutService({ ...releaseEvents, db, clock, onReleaseChanged: appUpdates.wake }),
     appUpdates,
     idempotency: createIdempotencyService({ db, clock }),
     commandLifecycle,
@@ -136,6 +166,15 @@ export function createServices(deps: {
     commands: createCommandService({ db, clock, lifecycle: commandLifecycle, visibleCar: cars.visible }),
     pairing: createPairingService({ db, clock, commands: commandLifecycle }),
     signingKeys,
+    webhooks: createWebhookService({
+      db,
+      clock,
+      keyRing: deps.keyRing,
+      events: webhookEvents,
+      allowPrivate: config.webhookAllowPrivate,
+    }),
+    webhookEvents,
+    webhookDeliverer,
     identityTokens: createIdentityTokenService({ db, clock, keys: signingKeys, issuer: deps.audience }),
   };
 }

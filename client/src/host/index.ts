@@ -2,7 +2,8 @@
  * `@svc/sdk/host`, the host's side of the bridge (docs/host-bridge.md): embeds a mini-app in an
  * iframe, answers its requests through the callbacks it is given (the host decides where a
  * status or a token comes from: the service, a car's own bus, the dev-server's panel), and tells
- * it when the active car changes. It answers only the app's frame, at the app's origin.
+ * it when the active car changes and when that car's status does. It answers only the app's
+ * frame, at the app's origin.
  */
 import type { Brand } from '../../../generated/brands.ts';
 import type { CarStatus, IdentityToken, Install, Location } from '../../../generated/sdk-models.ts';
@@ -20,6 +21,7 @@ import {
   HostError,
   hostOriginParameter,
   isAppId,
+  isCarStatus,
   isLocale,
   isProtocolMessage,
   isRequestId,
@@ -78,6 +80,12 @@ export interface Host {
   readonly activeCarId: string;
   /** Makes another car the active one and tells the app (`activecarchange`). */
   setActiveCar(deviceId: string): void;
+  /**
+   * Tells the app the active car's status as it is now (`statuschange`), whenever the car reports
+   * a change (ignition, doors, online, …). A status of another car is not sent: false. Throws a
+   * TypeError for something that is not a CarStatus.
+   */
+  statusChanged(status: CarStatus): boolean;
   /** Stops answering the app. */
   close(): void;
 }
@@ -234,6 +242,23 @@ export function createHost(options: CreateHostOptions): Host {
           data: { activeCarId, brand: parts.brand },
         });
       }
+    },
+    statusChanged(status: CarStatus) {
+      if (!isCarStatus(status)) {
+        throw new TypeError(
+          'statusChanged takes a CarStatus: deviceId and brand of a valid car, online, state (an object), lastSeen and reportedAt (times or null)',
+        );
+      }
+      if (closed || status.deviceId !== activeCarId) return false;
+      // Only the model's fields: whatever else the object holds is not the app's.
+      const { deviceId, brand, online, lastSeen, state, reportedAt } = status;
+      post({
+        ...envelope(),
+        kind: 'event',
+        name: 'statuschange',
+        data: { status: { deviceId, brand, online, lastSeen, state, reportedAt } },
+      });
+      return true;
     },
     close() {
       closed = true;

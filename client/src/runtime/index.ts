@@ -22,6 +22,7 @@ import {
   hostOriginParameter,
   isActiveCar,
   isAppId,
+  isCarStatus,
   isHostErrorCode,
   isLocale,
   isProtocolMessage,
@@ -29,6 +30,7 @@ import {
   type ProtocolMessage,
   versionMismatchMessage,
 } from './protocol.ts';
+import { changedFields } from './status-change.ts';
 
 export type { Brand } from '../../../generated/brands.ts';
 export type {
@@ -52,7 +54,24 @@ export interface ConnectHostOptions {
   timeoutMs?: number;
 }
 
-export type HostEventName = 'activecarchange';
+/** What the active car's `statuschange` event carries. */
+export interface StatusChange {
+  /** The active car's status as it is now: what `status()` would answer. */
+  status: CarStatus;
+  /**
+   * What differs from the last status the app had (from `status()` or an earlier event): `online`
+   * and `state.<key>` (`state.ignition`); every field when the app had none.
+   */
+  changed: string[];
+}
+
+/** Each event of the context, and what its listeners are given. */
+export interface HostEvents {
+  activecarchange: ActiveCarChange;
+  statuschange: StatusChange;
+}
+
+export type HostEventName = keyof HostEvents;
 
 /** The app's side of the bridge: its context, and the questions it may ask its host. */
 export interface HostContext {
@@ -75,10 +94,15 @@ export interface HostContext {
   location(): Promise<Location>;
   install(): Promise<Install>;
   /**
-   * Calls `listener` whenever the host makes another car the active one (after `activeCarId` and
-   * `brand` have changed); returns a function that stops it.
+   * Calls `listener` on each event; returns a function that stops it.
+   *
+   * - `activecarchange`: the host made another car the active one (after `activeCarId` and
+   *   `brand` have changed).
+   * - `statuschange`: the active car's `online` or a key of its `state` (ignition, doors, …)
+   *   changed; never for another car. A host that does not send it (an older one) leaves the app
+   *   with what `status()` answered.
    */
-  on(name: HostEventName, listener: (change: ActiveCarChange) => void): () => void;
+  on<Name extends HostEventName>(name: Name, listener: (change: HostEvents[Name]) => void): () => void;
   /** Stops listening to the host; calls waiting on it fail with `closed`. */
   close(): void;
 }
@@ -208,7 +232,14 @@ function openBridge(window: MessageWindow, hostOrigin: string, timeoutMs: number
   let sequence = 0;
   let closed = false;
   let state: HostContextData | undefined;
-  const listeners = new Set<(change: ActiveCarChange) => void>();
+  const listeners: { [Name in HostEventName]: Set<(change: HostEvents[Name]) => void> } = {
+    activecarchange: new Set(),
+    statuschange: new Set(),
+  };
+  /** The active car's last status the app was given, which the next `statuschange` is compared with. */
+  let lastStatus: CarStatus | undefined;
+  /** Counts `statuschange` events and car changes, so that an answer they overtook is not kept. */
+  let statusEpoch = 0;
   /** The last token asked for; `expiresAt` (milliseconds) once the host has answered. */
   let token: { deviceId: string; answer: Promise<IdentityToken>; expiresAt?: number } | undefined;
 
@@ -234,19 +265,34 @@ function openBridge(window: MessageWindow, hostOrigin: string, timeoutMs: number
       }
       return;
     }
-    if (message.kind === 'event' && message.version === bridgeVersion && state !== undefined) {
-      if (message.name !== 'activecarchange' || !isActiveCar(message.data)) return;
+    if (message.kind !== 'event' || message.version !== bridgeVersion || state === undefined) return;
+    if (message.name === 'activecarchange') {
+      if (!isActiveCar(message.data)) return;
       const { activeCarId, brand } = message.data;
       if (activeCarId === state.activeCarId) return;
       state = { ...state, activeCarId, brand };
       token = undefined;
-      for (const listener of [...listeners]) {
-        try {
-          listener({ activeCarId, brand });
-        } catch (error) {
-          // One listener's failure is the app's to see, and stops no other listener.
-          (globalThis as { reportError?: (error: unknown) => void }).reportError?.(error);
-        }
+      lastStatus = undefined;
+      statusEpoch += 1;
+      emit('activecarchange', { activeCarId, brand });
+    } else if (message.name === 'statuschange') {
+      const status = (message.data as { status?: unknown } | null)?.status;
+      // Only the active car's: a status that crossed a car change is another car's.
+      if (!isCarStatus(status) || status.deviceId !== state.activeCarId) return;
+      const changed = changedFields(lastStatus, status);
+      lastStatus = status;
+      statusEpoch += 1;
+      if (changed.length > 0) emit('statuschange', { status, changed });
+    }
+  };
+
+  const emit = <Name extends HostEventName>(name: Name, change: HostEvents[Name]) => {
+    for (const listener of [...listeners[name]]) {
+      try {
+        listener(change);
+      } catch (error) {
+        // One listener's failure is the app's to see, and stops no other listener.
+        (globalThis as { reportError?: (error: unknown) => void }).reportError?.(error);
       }
     }
   };
@@ -287,7 +333,8 @@ function openBridge(window: MessageWindow, hostOrigin: string, timeoutMs: number
         new HostError('closed', `the bridge was closed before the host answered ${waiting.method}`),
       );
     }
-    listeners.clear();
+    listeners.activecarchange.clear();
+    listeners.statuschange.clear();
   };
 
   /** Asks about the active car; the answer must be about that car. */
@@ -363,16 +410,27 @@ function openBridge(window: MessageWindow, hostOrigin: string, timeoutMs: number
           return current().brand;
         },
         identityToken,
-        status: () => askAboutCar('status') as Promise<CarStatus>,
+        status: async () => {
+          const epoch = statusEpoch;
+          const status = (await askAboutCar('status')) as CarStatus;
+          // The base of the next statuschange, unless an event or a car change came since it was asked.
+          if (epoch === statusEpoch && isCarStatus(status)) lastStatus = status;
+          return status;
+        },
         location: () => askAboutCar('location') as Promise<Location>,
         install: () => askAboutCar('install') as Promise<Install>,
         on(name, listener) {
-          if (name !== 'activecarchange')
-            throw new TypeError(`no event ${JSON.stringify(name)}: try 'activecarchange'`);
+          if (!Object.hasOwn(listeners, name))
+            throw new TypeError(
+              `no event ${JSON.stringify(name)}: try ${Object.keys(listeners)
+                .map((known) => `'${known}'`)
+                .join(' or ')}`,
+            );
           if (typeof listener !== 'function') throw new TypeError('the listener must be a function');
-          listeners.add(listener);
+          const set = listeners[name] as Set<typeof listener>;
+          set.add(listener);
           return () => {
-            listeners.delete(listener);
+            set.delete(listener);
           };
         },
         close,

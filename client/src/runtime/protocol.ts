@@ -4,6 +4,7 @@
  * it for hosts written without this SDK; what is here is what both sides share.
  */
 import type { Brand } from '../../../generated/brands.ts';
+import type { CarStatus } from '../../../generated/sdk-models.ts';
 import { isBrand, isValidDeviceId } from '../device-id.ts';
 
 /** Every message of the bridge says so: a window receives other libraries' messages too. */
@@ -84,6 +85,15 @@ export interface ActiveCarChange {
   brand: Brand;
 }
 
+/**
+ * What the `statuschange` event carries on the wire: the active car's status as it is now. The
+ * event came later in version 1: an older runtime ignores it, and an app on a host that never
+ * sends it (an older one) keeps what `status()` answered.
+ */
+export interface StatusChangeData {
+  status: CarStatus;
+}
+
 interface Envelope {
   protocol: typeof bridgeProtocol;
   version: number;
@@ -104,11 +114,10 @@ export interface BridgeResponse extends Envelope {
   error?: { code: string; message: string };
 }
 
-export interface BridgeEvent extends Envelope {
-  kind: 'event';
-  name: 'activecarchange';
-  data: ActiveCarChange;
-}
+export type BridgeEvent = Envelope & { kind: 'event' } & (
+    | { name: 'activecarchange'; data: ActiveCarChange }
+    | { name: 'statuschange'; data: StatusChangeData }
+  );
 
 export type BridgeMessage = BridgeRequest | BridgeResponse | BridgeEvent;
 
@@ -148,6 +157,25 @@ export function isActiveCar(value: unknown): value is ActiveCarChange {
   if (typeof value !== 'object' || value === null) return false;
   const { activeCarId, brand } = value as Record<string, unknown>;
   return isBrand(brand) && typeof activeCarId === 'string' && isValidDeviceId(activeCarId, { brand });
+}
+
+/** A CarStatus as the bridge carries it: for a valid device id of its brand, with every field's type. */
+export function isCarStatus(value: unknown): value is CarStatus {
+  if (typeof value !== 'object' || value === null) return false;
+  const { deviceId, brand, online, lastSeen, state, reportedAt } = value as Record<string, unknown>;
+  return (
+    isActiveCar({ activeCarId: deviceId, brand }) &&
+    typeof online === 'boolean' &&
+    isTimeOrNull(lastSeen) &&
+    isTimeOrNull(reportedAt) &&
+    typeof state === 'object' &&
+    state !== null &&
+    !Array.isArray(state)
+  );
+}
+
+function isTimeOrNull(value: unknown): boolean {
+  return value === null || (typeof value === 'string' && !Number.isNaN(Date.parse(value)));
 }
 
 /**

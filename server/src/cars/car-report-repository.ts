@@ -80,7 +80,7 @@ export async function savePresence(
   db: Db,
   presence: { deviceId: string; online: boolean; at: string },
   seenAt?: Date,
-): Promise<boolean> {
+): Promise<{ online: boolean } | undefined> {
   const { rows } = await db.raw(
     `insert into car_presence (device_id, online, presence_at, last_seen)
      select device_id, ?, ?::timestamptz, ?::timestamptz from cars where device_id = ?
@@ -93,10 +93,16 @@ export async function savePresence(
            else car_presence.online end,
          presence_at = greatest(car_presence.presence_at, excluded.presence_at),
          last_seen = greatest(car_presence.last_seen, excluded.last_seen)
-     returning device_id`,
+     returning online`,
     [presence.online, presence.at, seenAt ?? null, presence.deviceId],
   );
-  return rows.length > 0;
+  return (rows as { online: boolean }[])[0];
+}
+
+/** Whether the car is online as its last presence said, its row locked until the transaction ends. */
+export async function lockPresence(db: Db, deviceId: string): Promise<boolean> {
+  const row = await db('car_presence').where({ device_id: deviceId }).forUpdate().first('online');
+  return row?.online === true;
 }
 
 /**

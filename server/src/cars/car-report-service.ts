@@ -9,9 +9,11 @@ import type { Principal } from '../auth/principal.ts';
 import type { ParsedDeviceId } from '../device-id.ts';
 import { NotFoundError } from '../errors.ts';
 import type { Db } from '../store/db.ts';
+import type { WebhookEvents } from '../webhooks/webhook-events.ts';
 import {
   findCarLocation,
   findCarStatus,
+  lockPresence,
   type StatusReport,
   savePresence,
   saveSighting,
@@ -30,8 +32,33 @@ function present<T extends Record<string, number | null>>(fields: T): Partial<Re
   >;
 }
 
-export function createCarReportService(deps: { db: Db }) {
-  const { db } = deps;
+/**
+ * Tells the car's owner that the car connected or went away (`car.online` / `car.offline`),
+ * inside the transaction that changed its presence, when it changed.
+ */
+export async function presenceChanged(
+  trx: Db,
+  webhookEvents: WebhookEvents | undefined,
+  car: { deviceId: string; wasOnline: boolean; online: boolean; at: string },
+): Promise<void> {
+  if (car.online === car.wasOnline || !webhookEvents) return;
+  await webhookEvents.record(trx, [
+    {
+      type: car.online ? 'car.online' : 'car.offline',
+      audience: { ownerOfCar: car.deviceId },
+      at: new Date(car.at),
+      data: () => ({
+        device_id: car.deviceId,
+        brand: car.deviceId.slice(0, car.deviceId.indexOf(':')),
+        online: car.online,
+        at: car.at,
+      }),
+    },
+  ]);
+}
+
+export function createCarReportService(deps: { db: Db; webhookEvents?: WebhookEvents }) {
+  const { db, webhookEvents } = deps;
   return {
     /** The car's report replaces the one kept; a live one (`seenAt`) moves its last seen. */
     saveStatus(report: StatusReport, seenAt: Date | undefined): Promise<boolean> {
@@ -43,7 +70,18 @@ export function createCarReportService(deps: { db: Db }) {
       presence: { deviceId: string; online: boolean; at: string },
       seenAt: Date | undefined,
     ): Promise<boolean> {
-      return savePresence(db, presence, seenAt);
+      return db.transaction(async (trx) => {
+        const wasOnline = await lockPresence(trx, presence.deviceId);
+        const saved = await savePresence(trx, presence, seenAt);
+        if (!saved) return false;
+        await presenceChanged(trx, webhookEvents, {
+          deviceId: presence.deviceId,
+          wasOnline,
+          online: saved.online,
+          at: presence.at,
+        });
+        return true;
+      });
     },
 
     /**

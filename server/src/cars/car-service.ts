@@ -18,8 +18,10 @@ import type { Clock } from '../clock.ts';
 import type { ParsedDeviceId } from '../device-id.ts';
 import { ConflictError, InputError, NotFoundError } from '../errors.ts';
 import type { Db } from '../store/db.ts';
+import type { WebhookEvents } from '../webhooks/webhook-events.ts';
 import type { KeyRing } from '../store/key-encryption.ts';
-import { endPresence } from './car-report-repository.ts';
+import { endPresence, lockPresence } from './car-report-repository.ts';
+import { presenceChanged } from './car-report-service.ts';
 import {
   type CarPosition,
   type CarRow,
@@ -121,6 +123,8 @@ function decodeCursor(cursor: string): CarPosition {
 export function createCarService(deps: {
   db: Db;
   clock: Clock;
+  /** Where a car the service disconnects becomes a `car.offline` event for its owner. */
+  webhookEvents?: WebhookEvents;
   credentials: CredentialStore;
   broker: BrokerAccounts;
   /** Seals the secret kept in SQL. */
@@ -225,7 +229,13 @@ export function createCarService(deps: {
       const credential = await issueCredential(carAccount(car));
       // The car was disconnected, but Mosquitto sends no will for a client it disconnects itself:
       // the car is offline until it signs in with the new secret (and says online, at a later `at`).
-      await endPresence(db, deviceId, clock());
+      const at = clock();
+      await db.transaction(async (trx) => {
+        const wasOnline = await lockPresence(trx, deviceId);
+        await endPresence(trx, deviceId, at);
+        const presence = { deviceId, wasOnline, online: false, at: at.toISOString() };
+        await presenceChanged(trx, deps.webhookEvents, presence);
+      });
       return credential;
     },
 

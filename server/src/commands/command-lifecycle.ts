@@ -15,25 +15,30 @@
  * so whichever replica holds the broker publishes it within milliseconds, not at the next sweep.
  */
 import { randomUUID } from 'node:crypto';
-import type { Knex } from 'knex';
 import type { CarCommandAck } from '../../../generated/mqtt.ts';
 import type { Clock } from '../clock.ts';
+import type { Brand } from '@svc/sdk';
 import type { ParsedDeviceId } from '../device-id.ts';
 import { InvalidError } from '../errors.ts';
+import { afterCommit } from '../store/after-commit.ts';
 import type { Db } from '../store/db.ts';
 import { hasNotifications, notify } from '../store/notifications.ts';
 import type { CommandMetrics } from './command-metrics.ts';
 import { type CommandName, checkCommandPayload, commandPayload } from './command-payload.ts';
+import type { WebhookEvents } from '../webhooks/webhook-events.ts';
 import {
   acknowledgeCommand,
   type CommandRow,
   expireCommands,
   failCommand,
+  findCommand,
   insertCommands,
+  type MovedCommand,
   settlePublished,
   withdrawCommand,
   withdrawCommandsOf,
 } from './command-repository.ts';
+import { toApiCommand } from './command-resource.ts';
 
 /** The channel on which a replica that made a command tells the others (store/notifications.ts). */
 export const commandsChannel = 'svc_commands';
@@ -54,17 +59,6 @@ const ownerChanged =
   'The car changed owner before the command finished; a car that had already received it may still run it.';
 
 /**
- * Runs `then` once the transaction `trx` commits (at once outside one); never when it rolls back.
- * A savepoint's end is not its outer transaction's: the outermost is waited for.
- */
-function afterCommit(trx: Db, then: () => void): void {
-  let outer = trx as unknown as Partial<Knex.Transaction>;
-  while (outer.parentTransaction) outer = outer.parentTransaction;
-  if (outer.isTransaction && outer.executionPromise) outer.executionPromise.then(then, () => {});
-  else then();
-}
-
-/**
  * A car's words as the store can keep them: no store holds a NUL, and an unpaired surrogate is no
  * text; each becomes U+FFFD rather than costing the car its acknowledgement.
  */
@@ -83,8 +77,10 @@ export function createCommandLifecycle(deps: {
   bridgeWriter?: Db;
   clock: Clock;
   metrics: CommandMetrics;
+  /** Where each move becomes a `command.state_changed` event for the car's owner. */
+  webhookEvents?: WebhookEvents;
 }) {
-  const { db, clock, metrics } = deps;
+  const { db, clock, metrics, webhookEvents } = deps;
   const bridgeWriter = deps.bridgeWriter ?? db;
   /** Says which notifications this process sent itself (it has woken its own outbox already). */
   const instance = randomUUID();
@@ -92,10 +88,31 @@ export function createCommandLifecycle(deps: {
   const wakeListeners = new Set<() => void>();
   const settledListeners = new Set<(deviceId: string, name: string) => void>();
 
-  function counted(trx: Db, names: readonly string[], state: Parameters<CommandMetrics['moved']>[1]) {
-    if (names.length === 0) return;
+  /**
+   * Tells of the moves made inside `trx`: a `command.state_changed` event for each (written in the
+   * same transaction, as the command reads right after the move), and the metrics once it commits.
+   */
+  async function moved(
+    trx: Db,
+    commands: readonly MovedCommand[],
+    state: Parameters<CommandMetrics['moved']>[1],
+    at: Date,
+  ): Promise<void> {
+    if (commands.length === 0) return;
+    await webhookEvents?.record(
+      trx,
+      commands.map((command) => ({
+        type: 'command.state_changed',
+        audience: { ownerOfCar: command.device_id },
+        at,
+        data: async () => {
+          const row = (await findCommand(trx, command.command_id)) as CommandRow;
+          return toApiCommand(row, row.device_id.slice(0, row.device_id.indexOf(':')) as Brand);
+        },
+      })),
+    );
     afterCommit(trx, () => {
-      for (const name of names) metrics.moved(name, state);
+      for (const command of commands) metrics.moved(command.name, state);
     });
   }
 
@@ -132,8 +149,8 @@ export function createCommandLifecycle(deps: {
     const inserted = await insertCommands(trx, rows);
     if (inserted.length === 0) return inserted;
     if (notifies) await notify(trx, commandsChannel, instance);
+    await moved(trx, inserted, 'queued', now);
     afterCommit(trx, () => {
-      for (const row of inserted) metrics.moved(row.name, 'queued');
       for (const wake of wakeListeners) wake();
     });
     return inserted;
@@ -174,8 +191,9 @@ export function createCommandLifecycle(deps: {
      * `expired` with `detail` when it was not final; its pairing code is forgotten either way.
      */
     async withdraw(trx: Db, commandId: string, detail: string): Promise<void> {
-      const name = await withdrawCommand(trx, commandId, detail, clock());
-      counted(trx, name ? [name] : [], 'expired');
+      const at = clock();
+      const command = await withdrawCommand(trx, commandId, detail, at);
+      await moved(trx, command ? [command] : [], 'expired', at);
     },
 
     /**
@@ -184,7 +202,8 @@ export function createCommandLifecycle(deps: {
      * Commands an admin made go on.
      */
     async withdrawOwnersCommands(trx: Db, deviceId: string, owner: string): Promise<void> {
-      counted(trx, await withdrawCommandsOf(trx, deviceId, owner, ownerChanged, clock()), 'expired');
+      const at = clock();
+      await moved(trx, await withdrawCommandsOf(trx, deviceId, owner, ownerChanged, at), 'expired', at);
     },
 
     /**
@@ -192,42 +211,56 @@ export function createCommandLifecycle(deps: {
      * command is `sent`, and it is due no more unless asked for again since the claim.
      */
     async published(row: CommandRow, claim: { claimant: string; claimedAt: Date }): Promise<void> {
-      const moved = await settlePublished(db, {
-        commandId: row.command_id,
-        claimant: claim.claimant,
-        claimedAt: claim.claimedAt,
-        at: clock(),
+      const at = clock();
+      await db.transaction(async (trx) => {
+        const command = await settlePublished(trx, {
+          commandId: row.command_id,
+          claimant: claim.claimant,
+          claimedAt: claim.claimedAt,
+          at,
+        });
+        await moved(trx, command ? [command] : [], 'sent', at);
       });
-      if (moved) metrics.moved(moved, 'sent');
     },
 
     /** A command the service cannot send after all (it no longer fits the contract): `failed`. */
     async failUnsent(row: CommandRow, detail: string): Promise<void> {
-      const moved = await failCommand(db, row.command_id, detail, clock());
-      if (moved) metrics.moved(moved, 'failed');
+      const at = clock();
+      await db.transaction(async (trx) => {
+        const command = await failCommand(trx, row.command_id, detail, at);
+        await moved(trx, command ? [command] : [], 'failed', at);
+      });
     },
 
     /** Every command not final by its `expires_at` is `expired`. */
     async expireOverdue(): Promise<void> {
-      for (const name of await expireCommands(db, clock())) metrics.moved(name, 'expired');
+      const at = clock();
+      await db.transaction(async (trx) => moved(trx, await expireCommands(trx, at), 'expired', at));
     },
 
     /** What the car said of one of its commands (a valid `cmd/ack` of this car). */
     async acknowledge(deviceId: string, ack: CarCommandAck): Promise<AckHandled> {
-      const result = await acknowledgeCommand(bridgeWriter, {
-        commandId: ack.command_id,
-        deviceId,
-        outcome: ack.outcome,
-        // A reason belongs to `rejected` and `failed` (the contract); any other leaves it as it was.
-        detail:
-          ack.detail !== undefined && (ack.outcome === 'rejected' || ack.outcome === 'failed')
-            ? storable(ack.detail)
-            : null,
-        at: clock(),
+      const at = clock();
+      const result = await bridgeWriter.transaction(async (trx) => {
+        const acknowledged = await acknowledgeCommand(trx, {
+          commandId: ack.command_id,
+          deviceId,
+          outcome: ack.outcome,
+          // A reason belongs to `rejected` and `failed` (the contract); any other leaves it as it was.
+          detail:
+            ack.detail !== undefined && (ack.outcome === 'rejected' || ack.outcome === 'failed')
+              ? storable(ack.detail)
+              : null,
+          at,
+        });
+        if (acknowledged.kind === 'moved') {
+          const command = { command_id: acknowledged.commandId, device_id: deviceId, name: acknowledged.name };
+          await moved(trx, [command], ack.outcome, at);
+        }
+        return acknowledged;
       });
       switch (result.kind) {
         case 'moved':
-          metrics.moved(result.name, ack.outcome);
           if (ack.outcome !== 'accepted')
             for (const settled of settledListeners) settled(deviceId, result.name);
           return 'stored';

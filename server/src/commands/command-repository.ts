@@ -30,6 +30,13 @@ export interface CommandRow {
 }
 
 // PGlite may return jsonb as text.
+/** A command a move changed: which, whose car, and its name (for the metrics). */
+export interface MovedCommand {
+  command_id: string;
+  device_id: string;
+  name: string;
+}
+
 function commandFromDb(row: CommandRow): CommandRow {
   return typeof row.args === 'string' ? { ...row, args: JSON.parse(row.args) } : row;
 }
@@ -155,13 +162,13 @@ export async function markDue(db: Db, at: Date, deviceIds?: readonly string[]): 
 }
 
 /**
- * The broker took the command: `queued → sent` (the command's name when it moved), and it is no
+ * The broker took the command: `queued → sent` (the command when it moved), and it is no
  * longer due unless it was asked for again since `claimedAt`. The claim is let go.
  */
 export async function settlePublished(
   db: Db,
   published: { commandId: string; claimant: string; claimedAt: Date; at: Date },
-): Promise<string | undefined> {
+): Promise<MovedCommand | undefined> {
   const { rows } = await db.raw(
     `with previous as (select command_id, state from car_commands where command_id = ? for update)
      update car_commands c
@@ -173,7 +180,7 @@ export async function settlePublished(
          claimed_until = case when c.claimed_by = ? then null else c.claimed_until end
      from previous
      where c.command_id = previous.command_id
-     returning c.name, previous.state as previous_state`,
+     returning c.command_id, c.device_id, c.name, previous.state as previous_state`,
     [
       published.commandId,
       published.at,
@@ -183,8 +190,12 @@ export async function settlePublished(
       published.claimant,
     ],
   );
-  const [row] = rows as { name: string; previous_state: CommandState }[];
-  return row?.previous_state === 'queued' ? row.name : undefined;
+  const [row] = rows as (MovedCommand & { previous_state: CommandState })[];
+  return row?.previous_state === 'queued' ? movedOf(row) : undefined;
+}
+
+function movedOf(row: MovedCommand): MovedCommand {
+  return { command_id: row.command_id, device_id: row.device_id, name: row.name };
 }
 
 /** Lets go of claims of `claimant` (of one command, or all): what was due is due again at once. */
@@ -199,7 +210,7 @@ export async function releaseClaims(db: Db, claimant: string, commandId?: string
 
 /** What an acknowledgement did: moved the command, changed nothing, or named no command of this car. */
 export type AckResult =
-  | { kind: 'moved'; name: string }
+  | { kind: 'moved'; name: string; commandId: string }
   | { kind: 'unchanged' }
   | { kind: 'unknown_command' }
   | { kind: 'command_of_another_car' };
@@ -235,17 +246,17 @@ export async function acknowledgeCommand(
     ],
   );
   const [row] = rows as { moved: string | null; command_of: string | null }[];
-  if (row?.moved) return { kind: 'moved', name: row.moved };
+  if (row?.moved) return { kind: 'moved', name: row.moved, commandId: ack.commandId };
   if (!row?.command_of) return { kind: 'unknown_command' };
   return row.command_of === ack.deviceId ? { kind: 'unchanged' } : { kind: 'command_of_another_car' };
 }
 
 /**
- * Every command not final by its `expires_at` is `expired`; the names of those moved, one per
+ * Every command not final by its `expires_at` is `expired`; those moved, one per
  * command. Replicas sweeping at once take their rows as publishers do (`SKIP LOCKED`), so none
  * waits behind another's sweep.
  */
-export async function expireCommands(db: Db, now: Date): Promise<string[]> {
+export async function expireCommands(db: Db, now: Date): Promise<MovedCommand[]> {
   const { rows } = await db.raw(
     `update car_commands c
      set state = 'expired', updated_at = ?, ${finalMove},
@@ -260,23 +271,23 @@ export async function expireCommands(db: Db, now: Date): Promise<string[]> {
        for update skip locked
      ) overdue
      where c.command_id = overdue.command_id
-     returning c.name`,
+     returning c.command_id, c.device_id, c.name`,
     [now, pending, now],
   );
-  return (rows as { name: string }[]).map((row) => row.name);
+  return (rows as MovedCommand[]).map(movedOf);
 }
 
 /**
  * Ends a command the service no longer wants delivered (a pairing code replaced or spent): `expired`
- * with `detail` when it was not final, and its pairing code forgotten either way. The command's
- * name when it moved, for the metrics.
+ * with `detail` when it was not final, and its pairing code forgotten either way. The command
+ * when it moved.
  */
 export async function withdrawCommand(
   db: Db,
   commandId: string,
   detail: string,
   at: Date,
-): Promise<string | undefined> {
+): Promise<MovedCommand | undefined> {
   const { rows } = await db.raw(
     `with previous as (select command_id, state from car_commands where command_id = ? for update)
      update car_commands c
@@ -286,11 +297,11 @@ export async function withdrawCommand(
          updated_at = case when c.state = any(?::text[]) then ?::timestamptz else c.updated_at end
      from previous
      where c.command_id = previous.command_id
-     returning c.name, previous.state as previous_state`,
+     returning c.command_id, c.device_id, c.name, previous.state as previous_state`,
     [commandId, pending, pending, detail, pending, at],
   );
-  const [row] = rows as { name: string; previous_state: CommandState }[];
-  return row && (pendingStates as readonly string[]).includes(row.previous_state) ? row.name : undefined;
+  const [row] = rows as (MovedCommand & { previous_state: CommandState })[];
+  return row && (pendingStates as readonly string[]).includes(row.previous_state) ? movedOf(row) : undefined;
 }
 
 /** A command the service cannot send after all (it no longer fits the contract): `failed`, with why. */
@@ -299,20 +310,21 @@ export async function failCommand(
   commandId: string,
   detail: string,
   at: Date,
-): Promise<string | undefined> {
+): Promise<MovedCommand | undefined> {
   const { rows } = await db.raw(
     `update car_commands set state = 'failed', detail = ?, updated_at = ?, ${finalMove}
      where command_id = ? and state = any(?::text[])
-     returning name`,
+     returning command_id, device_id, name`,
     [detail, at, commandId, pending],
   );
-  return (rows as { name: string }[])[0]?.name;
+  const [row] = rows as MovedCommand[];
+  return row && movedOf(row);
 }
 
 /**
  * Ends what `owner` asked of the car and is not final yet, when the car stops being theirs
  * (unpair, transfer): a new owner must not find the last one's `doors.unlock` arriving. `expired`
- * with `detail`; the names of those moved, for the metrics. Commands an admin made go on.
+ * with `detail`; those moved. Commands an admin made go on.
  */
 export async function withdrawCommandsOf(
   db: Db,
@@ -320,12 +332,12 @@ export async function withdrawCommandsOf(
   owner: string,
   detail: string,
   at: Date,
-): Promise<string[]> {
+): Promise<MovedCommand[]> {
   const { rows } = await db.raw(
     `update car_commands set state = 'expired', detail = ?, updated_at = ?, ${finalMove}
      where device_id = ? and created_by = ? and state = any(?::text[])
-     returning name`,
+     returning command_id, device_id, name`,
     [detail, at, deviceId, owner, pending],
   );
-  return (rows as { name: string }[]).map((row) => row.name);
+  return (rows as MovedCommand[]).map(movedOf);
 }

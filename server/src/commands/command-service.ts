@@ -15,9 +15,10 @@ import type { Db } from '../store/db.ts';
 import type { CommandLifecycle } from './command-lifecycle.ts';
 import { commandNames, isCommandName } from './command-payload.ts';
 import { type CommandPosition, type CommandRow, findCommand, listCommands } from './command-repository.ts';
+import { type Command, toApiCommand } from './command-resource.ts';
 import { pairingCommand } from './command-states.ts';
 
-export type Command = components['schemas']['Command'];
+export type { Command } from './command-resource.ts';
 export type CommandList = components['schemas']['CommandList'];
 export type CommandRequest = components['schemas']['CommandRequest'];
 
@@ -26,23 +27,6 @@ export const defaultTtlSeconds = 300;
 
 /** The names a caller may send: every command of the contract but the one only the service sends. */
 const callerCommands = commandNames.filter((name) => name !== pairingCommand);
-
-/** `brand` is the brand of the car the row is a command of. */
-export function toApiCommand(row: CommandRow, brand: Brand): Command {
-  return {
-    command_id: row.command_id,
-    device_id: row.device_id,
-    brand,
-    name: row.name,
-    // A pairing code is for the people in the car, not for whoever reads the car's commands later.
-    args: row.name === pairingCommand ? {} : row.args,
-    state: row.state,
-    detail: row.detail,
-    created_at: row.created_at.toISOString(),
-    updated_at: row.updated_at.toISOString(),
-    expires_at: row.expires_at.toISOString(),
-  };
-}
 
 /** A page cursor: the last command of the page before, as base64url JSON. */
 function encodeCursor(row: CommandRow): string {

@@ -27,7 +27,8 @@ import {
 } from './mini-app-repository.ts';
 import { checkPackage } from './package-check.ts';
 import { checkMove, initialReviewState, type Party, type ReviewState } from './review.ts';
-import { findRolloutUnderWay, insertRollout } from './rollout-repository.ts';
+import { moveVersion, type ReleaseEvents, reviewStateChanged, rolloutMoved } from './release-events.ts';
+import { findRolloutUnderWay, insertRollout, type RolloutRow } from './rollout-repository.ts';
 
 export type MiniApp = components['schemas']['MiniApp'];
 type RolloutRequest = components['schemas']['RolloutRequest'];
@@ -191,21 +192,22 @@ function refuseOlderThanLive(version: VersionRow, live: readonly VersionRow[]): 
 }
 
 /** The versions live before are `superseded`: a newer one is published, or its rollout completed. */
-export async function supersede(trx: Db, live: readonly VersionRow[], now: Date): Promise<void> {
+export async function supersede(
+  trx: Db,
+  events: ReleaseEvents,
+  live: readonly VersionRow[],
+  now: Date,
+): Promise<void> {
   for (const superseded of live) {
     checkMove(superseded.review_state, 'superseded', new Set(['system']), undefined);
-    await updateVersionState(trx, superseded.id, {
-      review_state: 'superseded',
-      reason: null,
-      updated_at: now,
-    });
+    await moveVersion(trx, events, superseded, { review_state: 'superseded', reason: null, updated_at: now });
   }
 }
 
 async function startRollout(
   trx: Db,
   input: { version: VersionRow; previous: VersionRow | undefined; rollout: RolloutRequest; now: Date },
-): Promise<void> {
+): Promise<RolloutRow> {
   const { version, rollout, now } = input;
   const listed = supportedBrands(version.manifest);
   const unlisted = (rollout.brands ?? []).filter((brand) => !listed.includes(brand));
@@ -216,7 +218,7 @@ async function startRollout(
       { errors: [{ path: '/body/rollout/brands', message: `must be among ${listed.join(', ')}` }] },
     );
   }
-  await insertRollout(trx, {
+  return insertRollout(trx, {
     id: randomUUID(),
     app_id: version.app_id,
     version_id: version.id,
@@ -229,7 +231,7 @@ async function startRollout(
   });
 }
 
-export function createMiniAppService(deps: {
+export function createMiniAppService(deps: ReleaseEvents & {
   db: Db;
   clock: Clock;
   uploads: UploadService;
@@ -262,7 +264,7 @@ export function createMiniAppService(deps: {
       if (!app) throw new Error(`app ${manifest.id} vanished while submitting`);
       await refuseSubmission(trx, principal.accountId, app, manifest.id, manifest.version);
       await touchApp(trx, app.id, { name: manifest.name, updated_at: now });
-      return insertVersion(trx, {
+      const submitted = await insertVersion(trx, {
         id: randomUUID(),
         app_id: app.id,
         version: manifest.version,
@@ -275,6 +277,8 @@ export function createMiniAppService(deps: {
         submitted_at: now,
         updated_at: now,
       });
+      await reviewStateChanged(trx, deps, submitted, null);
+      return submitted;
     });
   }
 
@@ -322,6 +326,7 @@ export function createMiniAppService(deps: {
         const { version, app, parties } = await versionFor(trx, principal, versionId, { lock: true });
         const move = checkMove(version.review_state, to, parties, reason);
         const now = clock();
+        let started: RolloutRow | undefined;
         if (move.to === 'published' || move.to === 'rolling_out') {
           // The app's row is the lock releases of one app queue on, so two cannot both go live.
           await lockApp(trx, app.id);
@@ -330,18 +335,20 @@ export function createMiniAppService(deps: {
           refuseOlderThanLive(version, live);
           if (move.to === 'published') {
             // Publishing a version supersedes the one that was live.
-            await supersede(trx, live, now);
+            await supersede(trx, deps, live, now);
           } else if (rollout) {
             // The version live stays so for the cars outside the rollout, until it completes.
-            await startRollout(trx, { version, previous: live[0], rollout, now });
+            started = await startRollout(trx, { version, previous: live[0], rollout, now });
           }
         }
         await touchApp(trx, app.id, { updated_at: now });
-        return updateVersionState(trx, version.id, {
+        const movedVersion = await moveVersion(trx, deps, version, {
           review_state: move.to,
           reason: move.reasonRequired ? (reason?.trim() ?? null) : null,
           updated_at: now,
         });
+        if (started) await rolloutMoved(trx, deps, started, 'started');
+        return movedVersion;
       });
       if (moved.review_state === 'published' || moved.review_state === 'rolling_out') {
         deps.onReleaseChanged?.(moved.app_id);

@@ -14,10 +14,17 @@ import {
   findPublished,
   findVersion,
   lockApp,
-  updateVersionState,
   type VersionRow,
 } from './mini-app-repository.ts';
 import { supersede } from './mini-app-service.ts';
+import {
+  moveVersion,
+  type ReleaseEvents,
+  type RolloutMove,
+  type RolloutView,
+  rolloutMoved,
+  viewOf,
+} from './release-events.ts';
 import { checkMove } from './review.ts';
 import {
   findLatestRollout,
@@ -30,38 +37,17 @@ type RolloutMoveRequest = components['schemas']['RolloutMoveRequest'];
 
 /** The moves an admin may make on someone else's rollout: those that stop it. */
 const adminMoves: readonly RolloutMoveRequest['move'][] = ['pause', 'rollback'];
-export type Rollout = components['schemas']['Rollout'];
-export type RolloutProgress = components['schemas']['RolloutProgress'];
 
-/** A rollout with the versions it is about. */
-export interface RolloutView {
-  row: RolloutRow;
-  /** The version rolling out (its row goes with the rollout's: deleted together). */
-  version: VersionRow;
-  previousVersion: string | null;
-}
+/** What each move of the API is called in the `mini_app.rollout_moved` event. */
+const rolloutMoves: Record<RolloutMoveRequest['move'], RolloutMove> = {
+  set_percent: 'percent_raised',
+  pause: 'paused',
+  resume: 'resumed',
+  complete: 'completed',
+  rollback: 'rolled_back',
+};
 
-export function toApiRollout(view: RolloutView, progress: RolloutProgress): Rollout {
-  const { row } = view;
-  return {
-    app_id: row.app_id,
-    version: view.version.version,
-    previous_version: view.previousVersion,
-    percent: row.percent,
-    brands: row.brands,
-    state: row.state,
-    progress,
-    created_at: row.created_at.toISOString(),
-    updated_at: row.updated_at.toISOString(),
-  };
-}
-
-async function viewOf(db: Db, row: RolloutRow): Promise<RolloutView> {
-  const version = (await findVersion(db, row.version_id)) as VersionRow;
-  const previous = row.previous_version_id ? await findVersion(db, row.previous_version_id) : undefined;
-  return { row, version, previousVersion: previous?.version ?? null };
-}
-
+export { type Rollout, type RolloutProgress, type RolloutView, toApiRollout } from './release-events.ts';
 function percentOf(request: RolloutMoveRequest): number | undefined {
   if (request.move === 'set_percent' && request.percent === undefined) {
     throw new InvalidError('percent_required', 'set_percent needs the new percentage: give `percent`.');
@@ -75,7 +61,7 @@ function percentOf(request: RolloutMoveRequest): number | undefined {
   return request.percent;
 }
 
-export function createRolloutService(deps: {
+export function createRolloutService(deps: ReleaseEvents & {
   db: Db;
   clock: Clock;
   /** What reaches cars of the app changed (committed): the app updater moves the cars. */
@@ -166,22 +152,16 @@ export function createRolloutService(deps: {
         if (version && request.move === 'complete') {
           // Every car gets the version now: it is the live one, and the one live before retires.
           checkMove(version.review_state, 'published', new Set(['system']), undefined);
-          await supersede(trx, await findPublished(trx, appId, version.id), now);
-          await updateVersionState(trx, version.id, {
-            review_state: 'published',
-            reason: null,
-            updated_at: now,
-          });
+          await supersede(trx, deps, await findPublished(trx, appId, version.id), now);
+          await moveVersion(trx, deps, version, { review_state: 'published', reason: null, updated_at: now });
         }
         if (version && request.move === 'rollback') {
           checkMove(version.review_state, 'rolled_back', new Set(['system']), undefined);
-          await updateVersionState(trx, version.id, {
-            review_state: 'rolled_back',
-            reason: null,
-            updated_at: now,
-          });
+          await moveVersion(trx, deps, version, { review_state: 'rolled_back', reason: null, updated_at: now });
         }
-        return viewOf(trx, await updateRollout(trx, rollout.id, { ...changes, updated_at: now }));
+        const moved = await updateRollout(trx, rollout.id, { ...changes, updated_at: now });
+        await rolloutMoved(trx, deps, moved, rolloutMoves[request.move]);
+        return viewOf(trx, moved);
       });
       deps.onReleaseChanged?.(appId);
       return view;

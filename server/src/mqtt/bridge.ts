@@ -18,6 +18,7 @@ import {
 import type { Clock } from '../clock.ts';
 import type { Logger } from '../logger.ts';
 import type { Db } from '../store/db.ts';
+import type { WebhookEvents } from '../webhooks/webhook-events.ts';
 import type { BridgeHealth } from './bridge-health.ts';
 import type { BridgeMetrics } from './bridge-metrics.ts';
 import { type BrokerConnection, type ConnectionEvents, createBridgeConnection } from './connection.ts';
@@ -47,6 +48,8 @@ export interface BridgeDependencies {
   /** Where the bridge says whether its connections are up and subscribed (metrics, /readyz). */
   health?: BridgeHealth;
   telemetryBatch?: TelemetryBatchOptions;
+  /** Where a car's presence changes become `car.online` / `car.offline` events. */
+  webhookEvents?: WebhookEvents;
 }
 
 /**
@@ -78,7 +81,7 @@ export function serviceBrokerConnection(
 
 export function createBridge(deps: BridgeDependencies) {
   const { db, clock, logger, metrics, commands } = deps;
-  const carReports = createCarReportService({ db: deps.writer ?? db });
+  const carReports = createCarReportService({ db: deps.writer ?? db, webhookEvents: deps.webhookEvents });
   const telemetry = createTelemetryBatch({
     db,
     logger,

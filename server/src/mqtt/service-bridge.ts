@@ -11,6 +11,7 @@ import type { Clock } from '../clock.ts';
 import type { Config } from '../config.ts';
 import type { Logger } from '../logger.ts';
 import type { Db } from '../store/db.ts';
+import type { WebhookEvents } from '../webhooks/webhook-events.ts';
 import { type Bridge, type BrokerConnection, createBridge, serviceBrokerConnection } from './bridge.ts';
 import type { BridgeHealth } from './bridge-health.ts';
 import { createBridgeMetrics } from './bridge-metrics.ts';
@@ -48,6 +49,7 @@ export function createServiceBridge(deps: {
   /** Another broker to sign in to (tests); by default the service's. */
   connection?: BrokerConnection;
   telemetryBatch?: TelemetryBatchOptions;
+  webhookEvents?: WebhookEvents;
 }) {
   const { config, db, broker, commands } = deps;
   const metrics = createBridgeMetrics(
@@ -80,6 +82,7 @@ export function createServiceBridge(deps: {
         metrics,
         health: deps.health,
         telemetryBatch: deps.telemetryBatch,
+        webhookEvents: deps.webhookEvents,
       });
       commands.outbox.attach(bridge.publisher);
       await bridge.start();

@@ -1,6 +1,7 @@
 // The host page of `svc dev`: the app in a frame on its own origin, answered through
 // @svc/sdk/host from the simulated car of the panel, which the dev-server keeps (GET /_svc/state,
-// POST /_svc/car) and tells of every change (GET /_svc/events). Every text from the server, the
+// POST /_svc/car) and tells of every change (GET /_svc/events); the app hears each change of the
+// car (activecarchange) and of its status (statuschange) at once. Every text from the server, the
 // app's folder or the app is shown with textContent, never as HTML.
 import { createHost, HostError } from '/_svc/host.js';
 
@@ -12,11 +13,14 @@ let state;
 let host;
 /** What the app was started with; a change of any of these starts it again. */
 let started = '';
+/** The status last told to the app: the same one twice (the change's answer, then its event) is said once. */
+let toldStatus = '';
 
 function startApp() {
   host?.close();
   host = undefined;
   started = JSON.stringify([state.appId, state.entry, state.car.locale, state.appUrl]);
+  toldStatus = JSON.stringify(state.models.status);
   if (!state.appId || !state.entry) {
     frame.removeAttribute('src');
     return;
@@ -45,6 +49,11 @@ function show(next) {
   state = next;
   if (JSON.stringify([state.appId, state.entry, state.car.locale, state.appUrl]) !== started) startApp();
   else if (carChanged && host) host.setActiveCar(state.car.deviceId);
+  if (host && JSON.stringify(state.models.status) !== toldStatus) {
+    toldStatus = JSON.stringify(state.models.status);
+    // After a change of car the app asks the new car's status itself: only the same car's is news.
+    if (!carChanged) host.statusChanged(state.models.status);
+  }
 
   document.getElementById('app-name').textContent = state.appId ?? 'an app with manifest problems';
   for (const name of fields) {

@@ -14,6 +14,7 @@ import { miniAppHandlers } from './mini-apps.ts';
 import { operationHandlers } from './operations.ts';
 import { rolloutHandlers } from './rollouts.ts';
 import { signInHandlers } from './sign-in.ts';
+import { webhookHandlers } from './webhooks.ts';
 
 export function createHandlers(services: Services): Handlers {
   // The operations that take an Idempotency-Key answer to it, whoever's handlers they are.
@@ -31,6 +32,7 @@ export function createHandlers(services: Services): Handlers {
       ...carPairingHandlers(services),
       ...carCommandHandlers(services),
       ...identityHandlers(services),
+      ...webhookHandlers(services),
     },
     services.idempotency,
   );

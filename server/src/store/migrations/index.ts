@@ -22,6 +22,7 @@ import * as brokerCredentials from './20261227100000_broker_credentials.ts';
 import * as commandClaims from './20261228090000_command_claims.ts';
 import * as appRollouts from './20261229090000_app_rollouts.ts';
 import * as carOwnerIndex from './20261230090000_car_owner_index.ts';
+import * as webhooks from './20261231090000_webhooks.ts';
 
 export interface Migration {
   up(db: Knex): Promise<void>;
@@ -56,6 +57,7 @@ export const migrations: MigrationList = [
   ['20261228090000_command_claims', commandClaims],
   ['20261229090000_app_rollouts', appRollouts],
   ['20261230090000_car_owner_index', carOwnerIndex],
+  ['20261231090000_webhooks', webhooks],
 ];
 
 export const migrationSource: Knex.MigrationSource<[string, Migration]> = {

@@ -1,0 +1,288 @@
+/**
+ * An account's webhook endpoints: register (the secret shown once), list, change, remove, rotate
+ * the secret with an overlap, send a test ping, read the delivery log and deliver one event again.
+ * An endpoint is its account's alone: anyone else is answered 404, as if it did not exist.
+ */
+import { randomUUID } from 'node:crypto';
+import type { components } from '../../../generated/openapi.ts';
+import type { Principal } from '../auth/principal.ts';
+import type { Clock } from '../clock.ts';
+import { ConflictError, InputError, InvalidError, NotFoundError } from '../errors.ts';
+import type { Db } from '../store/db.ts';
+import type { KeyRing } from '../store/key-encryption.ts';
+import type { WebhookEvents } from './webhook-events.ts';
+import {
+  type AttemptRow,
+  attemptsOf,
+  countEndpointsOf,
+  deleteEventsBefore,
+  type DeliveryRow,
+  deleteEndpoint,
+  type EndpointRow,
+  findDelivery,
+  findEndpointOf,
+  insertEndpoint,
+  listDeliveries,
+  listEndpointsOf,
+  secretColumns,
+  updateEndpoint,
+} from './webhook-repository.ts';
+import { openSecret, sealSecret } from './webhook-secrets.ts';
+import { checkWebhookUrl } from './webhook-sender.ts';
+import { newWebhookSecret } from './webhook-signature.ts';
+
+export type WebhookEndpoint = components['schemas']['WebhookEndpoint'];
+export type WebhookDelivery = components['schemas']['WebhookDelivery'];
+type CreateRequest = components['schemas']['WebhookCreateRequest'];
+type UpdateRequest = components['schemas']['WebhookUpdateRequest'];
+
+/** Endpoints an account may have (Stripe's limit is 16 as well). */
+export const endpointsPerAccount = 16;
+
+/** How long the delivery log keeps an event (the contract says 30 days). */
+const logDays = 30;
+
+/** How long the previous secret keeps signing after a rotation, unless asked otherwise. */
+const defaultOverlapSeconds = 24 * 60 * 60;
+
+export function toApiWebhook(row: EndpointRow): WebhookEndpoint {
+  return {
+    webhook_id: row.id,
+    url: row.url,
+    description: row.description,
+    events: row.events as WebhookEndpoint['events'],
+    enabled: row.enabled,
+    disabled_reason: row.disabled_reason,
+    disabled_at: row.disabled_at?.toISOString() ?? null,
+    failing_since: row.failing_since?.toISOString() ?? null,
+    previous_secret_expires_at: row.previous_secret_expires_at?.toISOString() ?? null,
+    created_at: row.created_at.toISOString(),
+    updated_at: row.updated_at.toISOString(),
+  };
+}
+
+function toApiDelivery(row: DeliveryRow & { event_type: string }, attempts: AttemptRow[]): WebhookDelivery {
+  return {
+    delivery_id: row.id,
+    webhook_id: row.endpoint_id,
+    event_id: row.event_id,
+    event_type: row.event_type as WebhookDelivery['event_type'],
+    state: row.state,
+    next_attempt_at: row.state === 'pending' ? (row.next_attempt_at?.toISOString() ?? null) : null,
+    created_at: row.created_at.toISOString(),
+    attempts: attempts
+      .filter((attempt) => attempt.delivery_id === row.id)
+      .map((attempt) => ({
+        attempted_at: attempt.attempted_at.toISOString(),
+        status: attempt.status,
+        duration_ms: attempt.duration_ms,
+        response: attempt.response,
+        error: attempt.error,
+      })),
+  };
+}
+
+function webhookNotFound(webhookId: string): NotFoundError {
+  return new NotFoundError('webhook_not_found', `You have no webhook endpoint ${webhookId}.`);
+}
+
+function disabledRefusal(): ConflictError {
+  return new ConflictError(
+    'webhook_disabled',
+    'The endpoint is disabled: enable it first (PATCH it with {"enabled": true}, or in the console).',
+  );
+}
+
+/** A page cursor: the last delivery of the page before, as base64url JSON. */
+function encodeCursor(row: DeliveryRow): string {
+  return Buffer.from(JSON.stringify([row.created_at.toISOString(), row.id])).toString('base64url');
+}
+
+function decodeCursor(cursor: string): { createdAt: Date; id: string } {
+  try {
+    const [at, id] = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown[];
+    const createdAt = new Date(String(at));
+    if (
+      typeof at === 'string' &&
+      !Number.isNaN(createdAt.getTime()) &&
+      createdAt.toISOString() === at &&
+      typeof id === 'string' &&
+      /^[0-9a-f-]{36}$/.test(id)
+    ) {
+      return { createdAt, id };
+    }
+  } catch {}
+  throw new InputError('invalid_cursor', 'The cursor is not one this service gave: start from the first page.', {
+    errors: [{ path: '/query/cursor', message: 'must be the next_cursor of a page' }],
+  });
+}
+
+export function createWebhookService(deps: {
+  db: Db;
+  clock: Clock;
+  keyRing: KeyRing;
+  events: WebhookEvents;
+  /** Loopback and private addresses allowed (SVC_WEBHOOK_ALLOW_PRIVATE). */
+  allowPrivate: boolean;
+}) {
+  const { db, clock, keyRing, events } = deps;
+
+  function checkedUrl(url: string, path: string): string {
+    const checked = checkWebhookUrl(url, { allowPrivate: deps.allowPrivate });
+    if (!checked.ok) {
+      throw new InvalidError('invalid_webhook_url', checked.detail, {
+        errors: [{ path, message: checked.detail }],
+      });
+    }
+    return checked.url.href;
+  }
+
+  async function endpointOf(trx: Db, principal: Principal, webhookId: string, lock = false) {
+    const endpoint = await findEndpointOf(trx, principal.accountId, webhookId, { lock });
+    if (!endpoint) throw webhookNotFound(webhookId);
+    return endpoint;
+  }
+
+  return {
+    /** Events past the log's 30 days are deleted, with their deliveries and attempts. */
+    async forgetOldEvents(): Promise<void> {
+      await deleteEventsBefore(db, new Date(clock().getTime() - logDays * 24 * 60 * 60 * 1000));
+    },
+
+    async list(principal: Principal): Promise<WebhookEndpoint[]> {
+      return (await listEndpointsOf(db, principal.accountId)).map(toApiWebhook);
+    },
+
+    async get(principal: Principal, webhookId: string): Promise<WebhookEndpoint> {
+      return toApiWebhook(await endpointOf(db, principal, webhookId));
+    },
+
+    /** The new endpoint and its secret, which is never shown again. */
+    async create(principal: Principal, request: CreateRequest) {
+      const url = checkedUrl(request.url, '/body/url');
+      const id = randomUUID();
+      const secret = newWebhookSecret();
+      const now = clock();
+      const row = await db.transaction(async (trx) => {
+        // The account's row is the lock two registrations at once queue on, so the limit holds.
+        await trx('accounts').where({ id: principal.accountId }).forUpdate().first();
+        if ((await countEndpointsOf(trx, principal.accountId)) >= endpointsPerAccount) {
+          throw new ConflictError(
+            'too_many_webhooks',
+            `An account has at most ${endpointsPerAccount} webhook endpoints: remove one first, or list more event types on one.`,
+          );
+        }
+        const sealed = sealSecret(keyRing, id, 'secret', secret);
+        return insertEndpoint(trx, {
+          id,
+          account_id: principal.accountId,
+          url,
+          description: request.description?.trim() ?? '',
+          events: request.events,
+          enabled: true,
+          disabled_reason: null,
+          disabled_at: null,
+          failing_since: null,
+          ...(secretColumns(sealed, 'secret') as Pick<
+            EndpointRow,
+            'secret_ciphertext' | 'secret_key_id' | 'secret_algorithm'
+          >),
+          previous_secret_ciphertext: null,
+          previous_secret_key_id: null,
+          previous_secret_algorithm: null,
+          previous_secret_expires_at: null,
+          created_at: now,
+          updated_at: now,
+        });
+      });
+      return { webhook: toApiWebhook(row), secret };
+    },
+
+    async update(principal: Principal, webhookId: string, request: UpdateRequest): Promise<WebhookEndpoint> {
+      const url = request.url === undefined ? undefined : checkedUrl(request.url, '/body/url');
+      return db.transaction(async (trx) => {
+        const endpoint = await endpointOf(trx, principal, webhookId, true);
+        const now = clock();
+        const enabling = request.enabled === true && !endpoint.enabled;
+        const disabling = request.enabled === false && endpoint.enabled;
+        const row = await updateEndpoint(trx, endpoint.id, {
+          ...(url !== undefined ? { url } : {}),
+          ...(request.events ? { events: request.events } : {}),
+          ...(request.description !== undefined ? { description: request.description.trim() } : {}),
+          // Enabled again: the failing streak starts over, and what is pending goes out at once.
+          ...(enabling ? { enabled: true, disabled_reason: null, disabled_at: null, failing_since: null } : {}),
+          ...(disabling ? { enabled: false, disabled_reason: 'owner' as const, disabled_at: now } : {}),
+          updated_at: now,
+        });
+        if (enabling) await events.pendingResumed(trx);
+        return toApiWebhook(row);
+      });
+    },
+
+    async remove(principal: Principal, webhookId: string): Promise<void> {
+      if (!(await deleteEndpoint(db, principal.accountId, webhookId))) throw webhookNotFound(webhookId);
+    },
+
+    /** A new secret, shown once; the previous one signs beside it for `overlapSeconds`. */
+    async rotateSecret(principal: Principal, webhookId: string, overlapSeconds = defaultOverlapSeconds) {
+      const secret = newWebhookSecret();
+      const row = await db.transaction(async (trx) => {
+        const endpoint = await endpointOf(trx, principal, webhookId, true);
+        const now = clock();
+        const current = openSecret(keyRing, endpoint, 'secret') as string;
+        return updateEndpoint(trx, endpoint.id, {
+          ...secretColumns(sealSecret(keyRing, endpoint.id, 'secret', secret), 'secret'),
+          ...secretColumns(sealSecret(keyRing, endpoint.id, 'previous_secret', current), 'previous_secret'),
+          previous_secret_expires_at: new Date(now.getTime() + overlapSeconds * 1000),
+          updated_at: now,
+        } as Partial<EndpointRow>);
+      });
+      return { webhook: toApiWebhook(row), secret };
+    },
+
+    async ping(principal: Principal, webhookId: string): Promise<WebhookDelivery> {
+      return db.transaction(async (trx) => {
+        const endpoint = await endpointOf(trx, principal, webhookId);
+        if (!endpoint.enabled) throw disabledRefusal();
+        const delivery = await events.recordFor(trx, endpoint, 'webhook.ping', { webhook_id: endpoint.id });
+        return toApiDelivery({ ...delivery, event_type: 'webhook.ping' }, []);
+      });
+    },
+
+    async deliveries(
+      principal: Principal,
+      webhookId: string,
+      query: { cursor?: string; limit?: number },
+    ): Promise<{ deliveries: WebhookDelivery[]; next_cursor: string | null }> {
+      const after = query.cursor === undefined ? undefined : decodeCursor(query.cursor);
+      const endpoint = await endpointOf(db, principal, webhookId);
+      const limit = query.limit ?? 50;
+      const rows = await listDeliveries(db, endpoint.id, limit, after);
+      const page = rows.slice(0, limit);
+      const attempts = await attemptsOf(
+        db,
+        page.map((row) => row.id),
+      );
+      const last = page.at(-1);
+      return {
+        deliveries: page.map((row) => toApiDelivery(row, attempts)),
+        next_cursor: rows.length > limit && last ? encodeCursor(last) : null,
+      };
+    },
+
+    async redeliver(principal: Principal, webhookId: string, deliveryId: string): Promise<WebhookDelivery> {
+      return db.transaction(async (trx) => {
+        const endpoint = await endpointOf(trx, principal, webhookId);
+        const delivery = await findDelivery(trx, endpoint.id, deliveryId);
+        if (!delivery) {
+          throw new NotFoundError('delivery_not_found', `The endpoint has no delivery ${deliveryId} (the log keeps 30 days).`);
+        }
+        if (!endpoint.enabled) throw disabledRefusal();
+        const again = await events.redeliver(trx, endpoint.id, delivery.event_id);
+        return toApiDelivery({ ...again, event_type: delivery.event_type }, []);
+      });
+    },
+  };
+}
+
+export type WebhookService = ReturnType<typeof createWebhookService>;
