@@ -207,7 +207,7 @@ export const settings = {
     parse: encryptionKey,
     shownDefault:
       'embedded: made in `DATA_DIR/key-encryption-key` (mode 0600); with `DATABASE_URL`: required',
-    doc: "32 random bytes in base64 (`openssl rand -base64 32`) that encrypt, with AES-256-GCM, the secrets the database keeps (signing keys' private halves, broker secrets); keep it apart from the database's backups ([operating.md](operating.md#keys-at-rest))",
+    doc: "32 random bytes in base64 (`openssl rand -base64 32`) that encrypt, with AES-256-GCM, the secrets the database keeps (signing keys' private halves, broker secrets, webhook signing secrets); keep it apart from the database's backups ([operating.md](operating.md#keys-at-rest))",
   },
   previousKeyEncryptionKey: {
     env: 'SVC_PREVIOUS_KEY_ENCRYPTION_KEY',
@@ -305,13 +305,21 @@ export const settings = {
   webhookTimeoutMs: {
     env: 'SVC_WEBHOOK_TIMEOUT',
     default: '10s',
-    parse: duration({ in: 'ms', atMost: '1m', why: 'an endpoint delivers in order, so a slow one waits for itself' }),
+    parse: duration({
+      in: 'ms',
+      atMost: '1m',
+      why: 'an endpoint delivers in order, so a slow one waits for itself',
+    }),
     doc: 'how long one webhook delivery attempt may take, from connecting to the end of the answer (read up to 64 KiB); past it the attempt failed and is tried again later',
   },
   webhookDisableAfterSeconds: {
     env: 'SVC_WEBHOOK_DISABLE_AFTER',
     default: '3d',
-    parse: duration({ in: 's', atLeast: '1h', why: 'a receiver down for a deploy must not lose its endpoint' }),
+    parse: duration({
+      in: 's',
+      atLeast: '1h',
+      why: 'a receiver down for a deploy must not lose its endpoint',
+    }),
     doc: 'a webhook endpoint whose every attempt has failed for this long is disabled (its owner sees it in the console, and enables it again there or with `PATCH /api/v1/webhooks/{webhook_id}`)',
   },
   signingKeyRotationSeconds: {

@@ -22,7 +22,16 @@ const signingKeyCheckMs = 60 * 1000;
 
 export function schedulePeriodicWork(
   scheduler: Scheduler,
-  services: Pick<Services, 'uploads' | 'idempotency' | 'signingKeys' | 'commandOutbox' | 'appUpdates' | 'webhookDeliverer' | 'webhooks'>,
+  services: Pick<
+    Services,
+    | 'uploads'
+    | 'idempotency'
+    | 'signingKeys'
+    | 'commandOutbox'
+    | 'appUpdates'
+    | 'webhookDeliverer'
+    | 'webhooks'
+  >,
   options: {
     uploadLeaseSeconds: number;
     commandSweepSeconds: number;

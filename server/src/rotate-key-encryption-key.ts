@@ -14,6 +14,7 @@ import { lockSigningKeys } from './identity/signing-key-repository.ts';
 import { sealSigningKeys } from './identity/signing-keys.ts';
 import { loadConfigOrRefuse, openCommandStore, refuse } from './operator-command.ts';
 import { KeyEncryptionError, loadKeyRing } from './store/key-encryption.ts';
+import { resealWebhookSecrets } from './webhooks/webhook-secrets.ts';
 
 async function rotate(): Promise<void> {
   const config = loadConfigOrRefuse();
@@ -36,8 +37,9 @@ async function rotate(): Promise<void> {
       await resealSecret(store.db, row.username, keyRing.seal(keyRing.open(row.secret, context), context));
       brokerSecrets += 1;
     }
+    const webhookSecrets = await resealWebhookSecrets(store.db, keyRing);
     process.stdout.write(
-      `svc: re-encrypted with key-encryption key ${keyRing.keyId}: ${signingKeys} signing keys, ${brokerSecrets} broker secrets. Nothing in the store needs the previous key now: drop SVC_PREVIOUS_KEY_ENCRYPTION_KEY at the next restart, and keep the old key only as long as backups taken before this.\n`,
+      `svc: re-encrypted with key-encryption key ${keyRing.keyId}: ${signingKeys} signing keys, ${brokerSecrets} broker secrets, ${webhookSecrets} webhook secrets. Nothing in the store needs the previous key now: drop SVC_PREVIOUS_KEY_ENCRYPTION_KEY at the next restart, and keep the old key only as long as backups taken before this.\n`,
     );
   } catch (error) {
     if (error instanceof KeyEncryptionError) refuse(error.message);

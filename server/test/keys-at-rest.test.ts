@@ -11,17 +11,19 @@ import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { chmodSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { verifyWebhook } from '@svc/sdk';
 import { createLocalJWKSet, jwtVerify, SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, test } from 'vitest';
 import { migrateToLatest } from '../src/store/db.ts';
 import { keyEncryptionKeyFile, keyEncryptionKeyId } from '../src/store/key-encryption.ts';
 import { type Developer, signUpAdmin } from './support/accounts.ts';
 import { provisionCar } from './support/cars.ts';
-import { call } from './support/http.ts';
+import { call, eventually } from './support/http.ts';
 import { testKeyEncryptionKey } from './support/key-encryption.ts';
 import { startTestService, type TestService } from './support/service.ts';
 import { exitOf, programArgs, startServiceProcess } from './support/service-process.ts';
 import { openTestStore, postgresServerUrl, type TestStore } from './support/store.ts';
+import { startWebhookReceiver } from './support/webhook-receiver.ts';
 
 const adminEmail = 'keys-admin@example.com';
 const newKey = () => randomBytes(32).toString('base64');
@@ -96,12 +98,21 @@ describe.concurrent('keys at rest', () => {
   let service: TestService;
   let admin: Developer;
   let carSecret: string;
+  let webhookSecret: string;
+  let webhookId: string;
 
   beforeAll(async () => {
     store = await openTestStore({ serverUrl: postgresServerUrl });
     service = await startTestService({ SVC_ADMIN_EMAILS: adminEmail }, { store });
     admin = await signUpAdmin(service, adminEmail);
     carSecret = (await provisionCar(service, admin, 'brand_b:keys-at-rest.1')).mqtt.password;
+    const webhook = await call(service.url, 'POST', '/api/v1/webhooks', {
+      token: admin.token,
+      body: { url: 'https://hooks.example.com/svc', events: ['webhook.ping'] },
+    });
+    assert.equal(webhook.status, 201, JSON.stringify(webhook.body));
+    webhookSecret = webhook.body.secret;
+    webhookId = webhook.body.webhook.webhook_id;
   });
   afterAll(async () => {
     await service?.stop();
@@ -114,6 +125,11 @@ describe.concurrent('keys at rest', () => {
     assert.match(dump, /"crv": "P-256"/);
     assert.equal(dump.includes('"d":'), false, 'a private JWK member "d" is in the dump');
     assert.equal(dump.includes(carSecret), false, "the car's broker secret is in the dump");
+    assert.equal(
+      dump.includes(webhookSecret.slice('whsec_'.length)),
+      false,
+      'a webhook secret is in the dump',
+    );
     assert.doesNotMatch(dump, /mq_[A-Za-z0-9_-]{32}/);
     for (const row of await privateHalves(store)) {
       assert.equal(row.private_jwk, null);
@@ -182,22 +198,53 @@ describe.concurrent('keys at rest', () => {
     const newId = keyEncryptionKeyId(Buffer.from(rotated, 'base64'));
     assert.match(
       rotation.stdout,
-      new RegExp(`^svc: re-encrypted with key-encryption key ${newId}: 2 signing keys, 1 broker secrets\\.`),
+      new RegExp(
+        `^svc: re-encrypted with key-encryption key ${newId}: 2 signing keys, 1 broker secrets, 1 webhook secrets\\.`,
+      ),
     );
     for (const row of await privateHalves(store)) assert.equal(row.key_encryption_key_id, newId);
+    const endpoint = await store.db('webhook_endpoints').where({ id: webhookId }).first();
+    assert.equal(endpoint.secret_key_id, newId);
 
     const again = await run('rotate-key-encryption-key', {
       DATABASE_URL: databaseUrl,
       SVC_KEY_ENCRYPTION_KEY: rotated,
     });
     assert.equal(again.code, 0, again.stderr);
-    assert.match(again.stdout, /: 0 signing keys, 0 broker secrets\./);
+    assert.match(again.stdout, /: 0 signing keys, 0 broker secrets, 0 webhook secrets\./);
 
-    const after = await startTestService({ SVC_KEY_ENCRYPTION_KEY: rotated }, { store });
+    const receiver = await startWebhookReceiver();
+    const after = await startTestService(
+      { SVC_KEY_ENCRYPTION_KEY: rotated, SVC_WEBHOOK_ALLOW_PRIVATE: 'true' },
+      { store },
+    );
     try {
       assert.equal(await signsVerifiably(after), before);
+      // The endpoint's secret, re-sealed, still signs what the endpoint gets.
+      const signIn = await call(after.url, 'POST', '/api/v1/account/sessions', {
+        body: { email: admin.email, password: admin.password },
+      });
+      const token = signIn.body.access_token;
+      const moved = await call(after.url, 'PATCH', `/api/v1/webhooks/${webhookId}`, {
+        token,
+        body: { url: receiver.url },
+      });
+      assert.equal(moved.status, 200, JSON.stringify(moved.body));
+      await call(after.url, 'POST', `/api/v1/webhooks/${webhookId}/pings`, { token });
+      await eventually('the ping arrived', () => receiver.delivered().length === 1);
+      const [ping] = receiver.received;
+      const event = await verifyWebhook(
+        String(ping?.body),
+        ping?.headers as Record<string, string>,
+        webhookSecret,
+        {
+          now: after.clock.now,
+        },
+      );
+      assert.equal(event.type, 'webhook.ping');
     } finally {
       await after.stop();
+      await receiver.close();
     }
 
     // The service started with the old key alone is refused, in one line naming both keys.

@@ -28,6 +28,10 @@ const tables = [
   'idempotency_keys',
   'broker_credentials',
   'svc_migration_releases',
+  'webhook_endpoints',
+  'webhook_events',
+  'webhook_deliveries',
+  'webhook_attempts',
 ];
 
 async function existingTables(store: TestStore): Promise<string[]> {

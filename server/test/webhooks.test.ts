@@ -59,7 +59,10 @@ describe('webhooks', () => {
   }
 
   async function register(who: Developer, url: string, events: string[]) {
-    const made = await call(service.url, 'POST', '/api/v1/webhooks', { token: who.token, body: { url, events } });
+    const made = await call(service.url, 'POST', '/api/v1/webhooks', {
+      token: who.token,
+      body: { url, events },
+    });
     assert.equal(made.status, 201, JSON.stringify(made.body));
     return made.body as { webhook: { webhook_id: string }; secret: string };
   }
@@ -77,7 +80,9 @@ describe('webhooks', () => {
 
   /** The delivery log of the endpoint, newest first. */
   async function logOf(who: Developer, webhookId: string) {
-    const log = await call(service.url, 'GET', `/api/v1/webhooks/${webhookId}/deliveries`, { token: who.token });
+    const log = await call(service.url, 'GET', `/api/v1/webhooks/${webhookId}/deliveries`, {
+      token: who.token,
+    });
     assert.equal(log.status, 200, JSON.stringify(log.body));
     return log.body.deliveries as {
       delivery_id: string;
@@ -132,7 +137,12 @@ describe('webhooks', () => {
       assert.equal(data.version, '1.0.0');
       moves.push(`${data.from}→${data.to}`);
     }
-    assert.deepEqual(moves, ['null→submitted', 'submitted→in_review', 'in_review→approved', 'approved→published']);
+    assert.deepEqual(moves, [
+      'null→submitted',
+      'submitted→in_review',
+      'in_review→approved',
+      'approved→published',
+    ]);
     // Each event has its own id, and the headers the specification names.
     assert.equal(new Set(hooks.received.map((r) => r.id)).size, 4);
     for (const request of hooks.received) {
@@ -142,7 +152,9 @@ describe('webhooks', () => {
     }
     // A wrong secret does not verify.
     const other = await register(developer, hooks.url, ['car.online']);
-    await assert.rejects(verified(hooks.received[0] as Received, other.secret), { code: 'invalid_signature' });
+    await assert.rejects(verified(hooks.received[0] as Received, other.secret), {
+      code: 'invalid_signature',
+    });
   });
 
   test("when another account's app moves then an endpoint hears nothing of it", async () => {
@@ -188,7 +200,10 @@ describe('webhooks', () => {
       const sent = await commands.send(owner.token, deviceId, { name: 'doors.lock' });
       assert.equal(sent.status, 202, JSON.stringify(sent.body));
       await commands.until(owner.token, deviceId, sent.body.command_id, 'completed');
-      await eventually('queued, sent, accepted and completed delivered', () => hooks.delivered().length === 4);
+      await eventually(
+        'queued, sent, accepted and completed delivered',
+        () => hooks.delivered().length === 4,
+      );
       const states = [];
       for (const request of hooks.received) {
         const event = await verified(request, secret);
@@ -224,9 +239,19 @@ describe('webhooks', () => {
   test('when a rollout starts, grows and completes then its developer hears each move with its progress', async () => {
     const developer = await signUpDeveloper(service.url);
     const hooks = await receiver();
-    const { secret } = await register(developer, hooks.url, ['mini_app.rollout_moved', 'mini_app.rollout_completed']);
+    const { secret } = await register(developer, hooks.url, [
+      'mini_app.rollout_moved',
+      'mini_app.rollout_completed',
+    ]);
     await publishMiniApp(service.url, developer, admin, 'com.example.rolled', '1.0.0');
-    const next = await publishMiniApp(service.url, developer, admin, 'com.example.rolled', '1.1.0', 'approved');
+    const next = await publishMiniApp(
+      service.url,
+      developer,
+      admin,
+      'com.example.rolled',
+      '1.1.0',
+      'approved',
+    );
     const started = await call(service.url, 'POST', `/api/v1/mini-apps/versions/${next}/transitions`, {
       token: developer.token,
       body: { to: 'rolling_out', rollout: { percent: 10 } },
@@ -243,7 +268,10 @@ describe('webhooks', () => {
     const events = await Promise.all(hooks.received.map((request) => verified(request, secret)));
     assert.deepEqual(
       events.map((event) => {
-        const data = event.data as { move?: string; rollout: { percent: number; state: string; progress: object } };
+        const data = event.data as {
+          move?: string;
+          rollout: { percent: number; state: string; progress: object };
+        };
         assert.ok(data.rollout.progress, 'the rollout comes with its progress');
         return [event.type, data.move ?? null, data.rollout.percent, data.rollout.state];
       }),
@@ -339,8 +367,15 @@ describe('webhooks', () => {
       service.clock.advance(delay);
       elapsed += delay;
       await deliverDue();
-      const endpoint = await service.store.db('webhook_endpoints').where({ id: made.webhook.webhook_id }).first();
-      assert.equal(endpoint.enabled, elapsed < 3 * day, `after ${elapsed / hour} h enabled is ${endpoint.enabled}`);
+      const endpoint = await service.store
+        .db('webhook_endpoints')
+        .where({ id: made.webhook.webhook_id })
+        .first();
+      assert.equal(
+        endpoint.enabled,
+        elapsed < 3 * day,
+        `after ${elapsed / hour} h enabled is ${endpoint.enabled}`,
+      );
     }
     assert.equal(hooks.received.length, retryDelaysMs.length + 1);
     await signInAgain(developer);
@@ -357,12 +392,23 @@ describe('webhooks', () => {
     assert.equal(spent?.attempts.length, retryDelaysMs.length + 1);
     // Its owner enables it; a redelivery of the spent event then goes out at once.
     hooks.answer = () => ({ status: 200 });
-    const enabled = await call(service.url, 'PATCH', webhookPath, { token: developer.token, body: { enabled: true } });
-    assert.equal(enabled.status, 200, JSON.stringify(enabled.body));
-    assert.deepEqual([enabled.body.enabled, enabled.body.disabled_reason, enabled.body.failing_since], [true, null, null]);
-    const again = await call(service.url, 'POST', `${webhookPath}/deliveries/${spent?.delivery_id}/redeliveries`, {
+    const enabled = await call(service.url, 'PATCH', webhookPath, {
       token: developer.token,
+      body: { enabled: true },
     });
+    assert.equal(enabled.status, 200, JSON.stringify(enabled.body));
+    assert.deepEqual(
+      [enabled.body.enabled, enabled.body.disabled_reason, enabled.body.failing_since],
+      [true, null, null],
+    );
+    const again = await call(
+      service.url,
+      'POST',
+      `${webhookPath}/deliveries/${spent?.delivery_id}/redeliveries`,
+      {
+        token: developer.token,
+      },
+    );
     assert.equal(again.status, 202, JSON.stringify(again.body));
     await eventually('the redelivery arrived', () => hooks.delivered().length === 1);
     assert.equal(hooks.delivered()[0]?.id, spent?.event_id, 'a redelivery carries the event’s id');
@@ -388,6 +434,7 @@ describe('webhooks', () => {
     await verified(during, made.secret);
     await verified(during, rotated.body.secret);
     service.clock.advance(hour + 1000);
+    await signInAgain(developer);
     await ping();
     await eventually('the second ping arrived', () => hooks.delivered().length === 2);
     const after = hooks.received[1] as Received;
@@ -447,7 +494,12 @@ describe('webhooks without SVC_WEBHOOK_ALLOW_PRIVATE', () => {
 
   test('when an endpoint names a private address then it is refused at registration', async () => {
     const developer = await signUpDeveloper(service.url);
-    for (const url of [receiver.url, 'https://127.0.0.1/hooks', 'https://169.254.169.254/latest', 'https://[::1]/']) {
+    for (const url of [
+      receiver.url,
+      'https://127.0.0.1/hooks',
+      'https://169.254.169.254/latest',
+      'https://[::1]/',
+    ]) {
       const refused = await call(service.url, 'POST', '/api/v1/webhooks', {
         token: developer.token,
         body: { url, events: ['webhook.ping'] },
@@ -463,7 +515,10 @@ describe('webhooks without SVC_WEBHOOK_ALLOW_PRIVATE', () => {
     // The machine's own name: nothing in it says "local", so only its resolved address gives it away.
     const name = hostname();
     const { address } = await lookup(name);
-    assert.ok(isBlockedAddress(address), `${name} resolves to ${address}, which is meant to be this machine's`);
+    assert.ok(
+      isBlockedAddress(address),
+      `${name} resolves to ${address}, which is meant to be this machine's`,
+    );
     const made = await call(service.url, 'POST', '/api/v1/webhooks', {
       token: developer.token,
       body: { url: `https://${name}:${port}/hooks`, events: ['webhook.ping'] },

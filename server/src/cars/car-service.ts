@@ -18,8 +18,8 @@ import type { Clock } from '../clock.ts';
 import type { ParsedDeviceId } from '../device-id.ts';
 import { ConflictError, InputError, NotFoundError } from '../errors.ts';
 import type { Db } from '../store/db.ts';
-import type { WebhookEvents } from '../webhooks/webhook-events.ts';
 import type { KeyRing } from '../store/key-encryption.ts';
+import type { WebhookEvents } from '../webhooks/webhook-events.ts';
 import { endPresence, lockPresence } from './car-report-repository.ts';
 import { presenceChanged } from './car-report-service.ts';
 import {

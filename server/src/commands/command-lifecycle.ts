@@ -15,17 +15,17 @@
  * so whichever replica holds the broker publishes it within milliseconds, not at the next sweep.
  */
 import { randomUUID } from 'node:crypto';
+import type { Brand } from '@svc/sdk';
 import type { CarCommandAck } from '../../../generated/mqtt.ts';
 import type { Clock } from '../clock.ts';
-import type { Brand } from '@svc/sdk';
 import type { ParsedDeviceId } from '../device-id.ts';
 import { InvalidError } from '../errors.ts';
 import { afterCommit } from '../store/after-commit.ts';
 import type { Db } from '../store/db.ts';
 import { hasNotifications, notify } from '../store/notifications.ts';
+import type { WebhookEvents } from '../webhooks/webhook-events.ts';
 import type { CommandMetrics } from './command-metrics.ts';
 import { type CommandName, checkCommandPayload, commandPayload } from './command-payload.ts';
-import type { WebhookEvents } from '../webhooks/webhook-events.ts';
 import {
   acknowledgeCommand,
   type CommandRow,
@@ -254,7 +254,11 @@ export function createCommandLifecycle(deps: {
           at,
         });
         if (acknowledged.kind === 'moved') {
-          const command = { command_id: acknowledged.commandId, device_id: deviceId, name: acknowledged.name };
+          const command = {
+            command_id: acknowledged.commandId,
+            device_id: deviceId,
+            name: acknowledged.name,
+          };
           await moved(trx, [command], ack.outcome, at);
         }
         return acknowledged;

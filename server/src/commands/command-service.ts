@@ -1,10 +1,3 @@
-/**
- * Commands for cars, for their owners and admins: made after every check (the caller may see the
- * car, the name, the arguments against the contract, for `app.install` a published version that
- * lists the car's brand), written to the outbox through the lifecycle (command-lifecycle.ts), and
- * followed by their `command_id`.
- */
-import type { Brand } from '@svc/sdk';
 import type { components } from '../../../generated/openapi.ts';
 import type { Principal } from '../auth/principal.ts';
 import type { Clock } from '../clock.ts';

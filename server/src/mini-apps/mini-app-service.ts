@@ -22,12 +22,11 @@ import {
   lockApp,
   type MiniAppRow,
   touchApp,
-  updateVersionState,
   type VersionRow,
 } from './mini-app-repository.ts';
 import { checkPackage } from './package-check.ts';
-import { checkMove, initialReviewState, type Party, type ReviewState } from './review.ts';
 import { moveVersion, type ReleaseEvents, reviewStateChanged, rolloutMoved } from './release-events.ts';
+import { checkMove, initialReviewState, type Party, type ReviewState } from './review.ts';
 import { findRolloutUnderWay, insertRollout, type RolloutRow } from './rollout-repository.ts';
 
 export type MiniApp = components['schemas']['MiniApp'];
@@ -231,13 +230,15 @@ async function startRollout(
   });
 }
 
-export function createMiniAppService(deps: ReleaseEvents & {
-  db: Db;
-  clock: Clock;
-  uploads: UploadService;
-  /** What reaches cars of the app changed (committed): the app updater moves the cars. */
-  onReleaseChanged?: (appId: string) => void;
-}): MiniAppService {
+export function createMiniAppService(
+  deps: ReleaseEvents & {
+    db: Db;
+    clock: Clock;
+    uploads: UploadService;
+    /** What reaches cars of the app changed (committed): the app updater moves the cars. */
+    onReleaseChanged?: (appId: string) => void;
+  },
+): MiniAppService {
   const { db, clock, uploads } = deps;
 
   /** Checks and records the submission; throws the refusal, a DomainError. */

@@ -9,13 +9,7 @@ import type { Principal } from '../auth/principal.ts';
 import type { Clock } from '../clock.ts';
 import { ConflictError, ForbiddenError, InvalidError, NotFoundError } from '../errors.ts';
 import type { Db } from '../store/db.ts';
-import {
-  findApp,
-  findPublished,
-  findVersion,
-  lockApp,
-  type VersionRow,
-} from './mini-app-repository.ts';
+import { findApp, findPublished, findVersion, lockApp } from './mini-app-repository.ts';
 import { supersede } from './mini-app-service.ts';
 import {
   moveVersion,
@@ -48,6 +42,7 @@ const rolloutMoves: Record<RolloutMoveRequest['move'], RolloutMove> = {
 };
 
 export { type Rollout, type RolloutProgress, type RolloutView, toApiRollout } from './release-events.ts';
+
 function percentOf(request: RolloutMoveRequest): number | undefined {
   if (request.move === 'set_percent' && request.percent === undefined) {
     throw new InvalidError('percent_required', 'set_percent needs the new percentage: give `percent`.');
@@ -61,12 +56,14 @@ function percentOf(request: RolloutMoveRequest): number | undefined {
   return request.percent;
 }
 
-export function createRolloutService(deps: ReleaseEvents & {
-  db: Db;
-  clock: Clock;
-  /** What reaches cars of the app changed (committed): the app updater moves the cars. */
-  onReleaseChanged?: (appId: string) => void;
-}) {
+export function createRolloutService(
+  deps: ReleaseEvents & {
+    db: Db;
+    clock: Clock;
+    /** What reaches cars of the app changed (committed): the app updater moves the cars. */
+    onReleaseChanged?: (appId: string) => void;
+  },
+) {
   const { db, clock } = deps;
 
   /** The app, when `principal` may see its rollouts (its developer, an admin); else 404. */
@@ -157,7 +154,11 @@ export function createRolloutService(deps: ReleaseEvents & {
         }
         if (version && request.move === 'rollback') {
           checkMove(version.review_state, 'rolled_back', new Set(['system']), undefined);
-          await moveVersion(trx, deps, version, { review_state: 'rolled_back', reason: null, updated_at: now });
+          await moveVersion(trx, deps, version, {
+            review_state: 'rolled_back',
+            reason: null,
+            updated_at: now,
+          });
         }
         const moved = await updateRollout(trx, rollout.id, { ...changes, updated_at: now });
         await rolloutMoved(trx, deps, moved, rolloutMoves[request.move]);

@@ -29,9 +29,9 @@ import {
   updateDelivery,
   updateEndpoint,
 } from './webhook-repository.ts';
+import { endpointSecrets } from './webhook-secrets.ts';
 import type { AttemptResult, WebhookSender } from './webhook-sender.ts';
 import { webhookHeaders } from './webhook-signature.ts';
-import { endpointSecrets } from './webhook-secrets.ts';
 
 const second = 1000;
 const minute = 60 * second;
@@ -90,7 +90,8 @@ export function createWebhookDeliverer(deps: {
   /** The delivery's state after an attempt at `at` with `result`. */
   function afterAttempt(delivery: DueDelivery, result: AttemptResult, at: Date) {
     const attempts = delivery.attempts + 1;
-    if (result.outcome === 'delivered') return { state: 'delivered' as const, attempts, next_attempt_at: null };
+    if (result.outcome === 'delivered')
+      return { state: 'delivered' as const, attempts, next_attempt_at: null };
     const delay = retryDelaysMs[attempts - 1];
     if (delay === undefined) return { state: 'failed' as const, attempts, next_attempt_at: null };
     return { state: 'pending' as const, attempts, next_attempt_at: new Date(at.getTime() + delay) };

@@ -122,7 +122,13 @@ export function createWebhookEvents(deps: { db: Db; clock: Clock }) {
       data: unknown,
     ): Promise<DeliveryRow> {
       const at = clock();
-      const event = { id: newEventId(), type, account_id: endpoint.account_id, body: bodyOf(type, at, data), occurred_at: at };
+      const event = {
+        id: newEventId(),
+        type,
+        account_id: endpoint.account_id,
+        body: bodyOf(type, at, data),
+        occurred_at: at,
+      };
       const [delivery] = await write(trx, event, [endpoint.id]);
       await woken(trx);
       return delivery as DeliveryRow;

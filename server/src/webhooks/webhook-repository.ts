@@ -2,8 +2,9 @@
  * SQL for webhooks: the endpoints, the events written for them, each event's delivery to each
  * endpoint and each delivery's attempts.
  */
-import type { Sealed } from '../store/key-encryption.ts';
+
 import type { Db } from '../store/db.ts';
+import type { Sealed } from '../store/key-encryption.ts';
 
 export interface EndpointRow {
   id: string;
@@ -327,7 +328,12 @@ export async function deleteEventsBefore(db: Db, before: Date): Promise<number> 
   return db('webhook_events').where('occurred_at', '<', before).delete();
 }
 
-/** Every endpoint's sealed secrets, for a rotation of the key-encryption key. */
-export async function listSealedSecrets(db: Db): Promise<EndpointRow[]> {
-  return (await db<EndpointRow>('webhook_endpoints').select('*')).map(endpointFromDb);
+/** The endpoints with a secret sealed with another key-encryption key than `keyId` (a rotation). */
+export async function listEndpointsSealedWithOtherKeys(db: Db, keyId: string): Promise<EndpointRow[]> {
+  const rows = await db<EndpointRow>('webhook_endpoints')
+    .whereNot({ secret_key_id: keyId })
+    .orWhere((previous) =>
+      previous.whereNotNull('previous_secret_key_id').andWhereNot({ previous_secret_key_id: keyId }),
+    );
+  return rows.map(endpointFromDb);
 }

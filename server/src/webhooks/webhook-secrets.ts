@@ -3,8 +3,14 @@
  * secrets are (store/key-encryption.ts): a dump of the database signs no webhook. Each is bound to
  * its endpoint and its place, so a ciphertext copied to another row or column does not open there.
  */
+import type { Db } from '../store/db.ts';
 import type { KeyRing, Sealed } from '../store/key-encryption.ts';
-import { type EndpointRow, sealedSecret } from './webhook-repository.ts';
+import {
+  type EndpointRow,
+  listEndpointsSealedWithOtherKeys,
+  sealedSecret,
+  secretColumns,
+} from './webhook-repository.ts';
 
 const contextOf = (endpointId: string, which: 'secret' | 'previous_secret') =>
   `webhook endpoint ${endpointId} ${which}`;
@@ -32,4 +38,24 @@ export function endpointSecrets(endpoint: EndpointRow, keyRing: KeyRing, at: Dat
     if (previous) secrets.push(previous);
   }
   return secrets;
+}
+
+/**
+ * Re-seals with the key ring's current key every endpoint secret sealed with another (a rotation of
+ * the key-encryption key, `npm run rotate-key-encryption-key`); how many secrets.
+ */
+export async function resealWebhookSecrets(db: Db, keyRing: KeyRing): Promise<number> {
+  let resealed = 0;
+  for (const endpoint of await listEndpointsSealedWithOtherKeys(db, keyRing.keyId)) {
+    const changes: Record<string, string> = {};
+    for (const which of ['secret', 'previous_secret'] as const) {
+      const sealed = sealedSecret(endpoint, which);
+      if (!sealed || sealed.keyId === keyRing.keyId) continue;
+      const secret = openSecret(keyRing, endpoint, which) as string;
+      Object.assign(changes, secretColumns(sealSecret(keyRing, endpoint.id, which, secret), which));
+      resealed += 1;
+    }
+    await db('webhook_endpoints').where({ id: endpoint.id }).update(changes);
+  }
+  return resealed;
 }

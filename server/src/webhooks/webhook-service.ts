@@ -15,9 +15,9 @@ import {
   type AttemptRow,
   attemptsOf,
   countEndpointsOf,
-  deleteEventsBefore,
   type DeliveryRow,
   deleteEndpoint,
+  deleteEventsBefore,
   type EndpointRow,
   findDelivery,
   findEndpointOf,
@@ -112,9 +112,13 @@ function decodeCursor(cursor: string): { createdAt: Date; id: string } {
       return { createdAt, id };
     }
   } catch {}
-  throw new InputError('invalid_cursor', 'The cursor is not one this service gave: start from the first page.', {
-    errors: [{ path: '/query/cursor', message: 'must be the next_cursor of a page' }],
-  });
+  throw new InputError(
+    'invalid_cursor',
+    'The cursor is not one this service gave: start from the first page.',
+    {
+      errors: [{ path: '/query/cursor', message: 'must be the next_cursor of a page' }],
+    },
+  );
 }
 
 export function createWebhookService(deps: {
@@ -210,7 +214,9 @@ export function createWebhookService(deps: {
           ...(request.events ? { events: request.events } : {}),
           ...(request.description !== undefined ? { description: request.description.trim() } : {}),
           // Enabled again: the failing streak starts over, and what is pending goes out at once.
-          ...(enabling ? { enabled: true, disabled_reason: null, disabled_at: null, failing_since: null } : {}),
+          ...(enabling
+            ? { enabled: true, disabled_reason: null, disabled_at: null, failing_since: null }
+            : {}),
           ...(disabling ? { enabled: false, disabled_reason: 'owner' as const, disabled_at: now } : {}),
           updated_at: now,
         });
@@ -275,7 +281,10 @@ export function createWebhookService(deps: {
         const endpoint = await endpointOf(trx, principal, webhookId);
         const delivery = await findDelivery(trx, endpoint.id, deliveryId);
         if (!delivery) {
-          throw new NotFoundError('delivery_not_found', `The endpoint has no delivery ${deliveryId} (the log keeps 30 days).`);
+          throw new NotFoundError(
+            'delivery_not_found',
+            `The endpoint has no delivery ${deliveryId} (the log keeps 30 days).`,
+          );
         }
         if (!endpoint.enabled) throw disabledRefusal();
         const again = await events.redeliver(trx, endpoint.id, delivery.event_id);
