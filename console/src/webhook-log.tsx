@@ -4,7 +4,7 @@
  * shown, so a ping or a retry appears as it happens.
  */
 import type { components, Problem } from '@svc/sdk';
-import { useEffect, useId, useState } from 'preact/hooks';
+import { useEffect, useId, useRef, useState } from 'preact/hooks';
 import { api, ask } from './api.ts';
 import { ActionWords, When } from './parts.tsx';
 import { useRefreshing } from './refresh.ts';
@@ -47,12 +47,24 @@ export function DeliveryLog({
   const [older, setOlder] = useState<WebhookDelivery[]>([]);
   const [cursor, setCursor] = useState<string | null>(null);
   const path = { webhook_id: webhook.webhook_id };
+  /**
+   * Whether the log is still shown: a read in flight when its endpoint was removed answers 404,
+   * which must not replace the news of the removal.
+   */
+  const shown = useRef(true);
+  useEffect(
+    () => () => {
+      shown.current = false;
+    },
+    [],
+  );
 
   /** The newest page: what changes while the page is open. Older pages, once asked for, are kept. */
   async function load() {
     const listed = await ask(
       api.GET('/api/v1/webhooks/{webhook_id}/deliveries', { params: { path, query: { limit: pageSize } } }),
     );
+    if (!shown.current) return;
     if (!listed.ok) return onProblem(listed.problem);
     setNewest(listed.data.deliveries);
     setCursor((before) => (older.length > 0 ? before : listed.data.next_cursor));
