@@ -114,7 +114,7 @@ export function DeliveryLog({
             <Delivery
               key={delivery.delivery_id}
               delivery={delivery}
-              canRedeliver={webhook.enabled}
+              endpointEnabled={webhook.enabled}
               onRedeliver={redeliver}
             />
           ))}
@@ -131,11 +131,12 @@ export function DeliveryLog({
 
 function Delivery({
   delivery,
-  canRedeliver,
+  endpointEnabled,
   onRedeliver,
 }: {
   delivery: WebhookDelivery;
-  canRedeliver: boolean;
+  /** A disabled endpoint is sent nothing: no attempt falls due, and no redelivery is offered. */
+  endpointEnabled: boolean;
   onRedeliver: (delivery: WebhookDelivery) => void;
 }) {
   const what = `${delivery.event_type} ${delivery.event_id}`;
@@ -157,7 +158,15 @@ function Delivery({
         {delivery.state === 'pending' && (
           <>
             <dt>Next attempt</dt>
-            <dd>{delivery.next_attempt_at ? <When at={delivery.next_attempt_at} seconds /> : 'now'}</dd>
+            <dd>
+              {!endpointEnabled ? (
+                'once the endpoint is enabled'
+              ) : delivery.next_attempt_at ? (
+                <When at={delivery.next_attempt_at} seconds />
+              ) : (
+                'now'
+              )}
+            </dd>
           </>
         )}
       </dl>
@@ -171,7 +180,7 @@ function Delivery({
           ))}
         </ol>
       )}
-      {canRedeliver && (
+      {endpointEnabled && (
         <button type="button" class="secondary" onClick={() => onRedeliver(delivery)}>
           <ActionWords action="Deliver again" on={what} />
         </button>

@@ -97,7 +97,7 @@ export function DisabledByServiceNotice({
             on the <Link to={pages.webhooks}>Webhooks page</Link>
           </>
         )}
-        : the deliveries still pending are sent again.
+        : the deliveries still pending go out at once.
       </p>
     </section>
   );

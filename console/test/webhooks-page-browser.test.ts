@@ -264,6 +264,7 @@ describe.skipIf(missing !== undefined)(
         .locator(':scope > li')
         .first();
       await ping.getByText('Pending').waitFor();
+      await ping.getByText('once the endpoint is enabled').waitFor();
       assert.equal(await ping.getByText('HTTP 503').count(), 5);
       await checkPage(page, 'webhooks-disabled');
 
@@ -272,7 +273,7 @@ describe.skipIf(missing !== undefined)(
       await card.getByRole('button', { name: `Enable ${hooks.url}` }).click();
       await page
         .getByRole('status')
-        .getByText(`Enabled ${hooks.url}: the deliveries still pending are sent again`)
+        .getByText(`Enabled ${hooks.url}: the deliveries still pending go out at once`)
         .waitFor();
       assert.equal(await notice.count(), 0);
       await eventually('the waiting ping is delivered', () => hooks.delivered().length === 1);

@@ -229,7 +229,7 @@ function EndpointCard({
               changeOrSay(
                 { enabled: true },
                 disabledByService(webhook)
-                  ? `Enabled ${url}: the deliveries still pending are sent again, and new events too.`
+                  ? `Enabled ${url}: the deliveries still pending go out at once, and new events too.`
                   : `Enabled ${url}: its events are sent to it again.`,
               )
             }
