@@ -22,6 +22,7 @@ import { createScheduler } from './scheduler.ts';
 import { createServices, prepareStore } from './services.ts';
 import { openServiceStore } from './store/db.ts';
 import { loadKeyRing } from './store/key-encryption.ts';
+import { createWebhookMetrics } from './webhooks/webhook-metrics.ts';
 
 export type { AppDependencies, RunningApp, StoppedApp } from './app-dependencies.ts';
 
@@ -49,6 +50,7 @@ export function createApp(config: Config, deps: AppDependencies = {}) {
     broker: broker.accounts,
     passwords: deps.passwords,
     commandMetrics: createCommandMetrics(metrics.registry),
+    webhookMetrics: createWebhookMetrics(metrics.registry),
   });
   const scheduler = createScheduler({ logger });
   schedulePeriodicWork(scheduler, services, {

@@ -36,6 +36,7 @@ import { createFilePackageStore } from './uploads/file-package-store.ts';
 import { createUploadService } from './uploads/upload-service.ts';
 import { createWebhookDeliverer } from './webhooks/webhook-deliverer.ts';
 import { createWebhookEvents } from './webhooks/webhook-events.ts';
+import type { WebhookMetrics } from './webhooks/webhook-metrics.ts';
 import { createWebhookSender } from './webhooks/webhook-sender.ts';
 import { createWebhookService } from './webhooks/webhook-service.ts';
 
@@ -55,6 +56,7 @@ export function createServices(deps: {
   broker: BrokerAccounts;
   logger: Logger;
   commandMetrics: CommandMetrics;
+  webhookMetrics?: WebhookMetrics;
   /** Whether the MQTT bridge takes the cars' messages (for /readyz). */
   bridgeHealth: BridgeHealth;
   /** Seals what the store keeps secret (store/key-encryption.ts). */
@@ -96,6 +98,7 @@ export function createServices(deps: {
     }),
     timeoutMs: config.webhookTimeoutMs,
     disableAfterSeconds: config.webhookDisableAfterSeconds,
+    metrics: deps.webhookMetrics,
   });
   // Review and rollout moves tell the app's developer, the rollout with its progress.
   const releaseEvents = { webhookEvents, progressOf: rolloutProgress };

@@ -23,6 +23,7 @@ import {
   type WatchedSimulator,
 } from './support/commands.ts';
 import { call, eventually } from './support/http.ts';
+import { sample, scrape } from './support/metrics.ts';
 import { startTestService, type TestService } from './support/service.ts';
 import { openTestStore } from './support/store.ts';
 import { type Received, startWebhookReceiver, type WebhookReceiver } from './support/webhook-receiver.ts';
@@ -234,6 +235,40 @@ describe('webhooks', () => {
         ],
       );
     });
+    test('when the car changes hands then its old owner hears their command withdrawn, and the new one hears nothing of it', async () => {
+      const deviceId = (cars[0] as CarCredential).deviceId;
+      const newOwner = await signUpDeveloper(service.url);
+      const oldHooks = await receiver();
+      const newHooks = await receiver();
+      await register(owner, oldHooks.url, ['command.state_changed']);
+      await register(newOwner, newHooks.url, ['command.state_changed']);
+      // The car is away: the command waits, queued.
+      await simulator.stop();
+      const sent = await commandsOf(service.url).send(owner.token, deviceId, { name: 'doors.unlock' });
+      assert.equal(sent.status, 202, JSON.stringify(sent.body));
+      const moved = await call(service.url, 'POST', `/api/v1/cars/${encodeURIComponent(deviceId)}/transfer`, {
+        token: owner.token,
+        body: { to_user: newOwner.accountId },
+      });
+      assert.equal(moved.status, 200, JSON.stringify(moved.body));
+      const states = () => oldHooks.delivered().map((request) => JSON.parse(request.body).data.state);
+      await eventually('the withdrawal delivered to the old owner', () => states().includes('expired'));
+      // Made (and taken by the broker, which keeps nothing for a car away), then withdrawn.
+      assert.equal(states()[0], 'queued');
+      assert.equal(states().at(-1), 'expired');
+      assert.match(JSON.parse(String(oldHooks.delivered().at(-1)?.body)).data.detail, /changed owner/);
+      // The car comes back; the new owner's own command is theirs to hear of, the old one never.
+      simulator = await startWatchedSimulator(service.mqttUrl, cars);
+      const theirs = await commandsOf(service.url).send(newOwner.token, deviceId, { name: 'doors.lock' });
+      assert.equal(theirs.status, 202, JSON.stringify(theirs.body));
+      await commandsOf(service.url).until(newOwner.token, deviceId, theirs.body.command_id, 'completed');
+      await eventually('the new owner heard their command', () => newHooks.delivered().length === 4);
+      assert.ok(
+        newHooks.received.every(
+          (request) => JSON.parse(request.body).data.command_id === theirs.body.command_id,
+        ),
+      );
+    });
   });
 
   test('when a rollout starts, grows and completes then its developer hears each move with its progress', async () => {
@@ -286,6 +321,7 @@ describe('webhooks', () => {
   test('when the receiver answers 500 twice then 200 then each event is delivered once, first attempts in order', async () => {
     const developer = await signUpDeveloper(service.url);
     const hooks = await receiver();
+    const before = await scrape(service);
     hooks.answer = (_request, sameIdBefore) =>
       sameIdBefore < 2 ? { status: 500, body: 'not now' } : { status: 200, body: 'thanks' };
     const made = await register(developer, hooks.url, ['mini_app.review_state_changed']);
@@ -326,6 +362,11 @@ describe('webhooks', () => {
       token: developer.token,
     });
     assert.equal(endpoint.body.failing_since, null);
+    // The operator sees the same on the metrics.
+    const after = await scrape(service);
+    const counted = (text: string, result: string) => sample(text, 'svc_webhook_attempts_total', { result });
+    assert.equal(counted(after, 'status') - counted(before, 'status'), 6);
+    assert.equal(counted(after, 'delivered') - counted(before, 'delivered'), 3);
   });
 
   test('when the receiver never answers then the attempt times out and is tried again', async () => {

@@ -22,8 +22,9 @@ export function createOwnershipService(deps: { db: Db; clock: Clock; commands: C
   /** Moves the car from `from` to `to` (null: unpaired) and ends what `from` asked of it, in the caller's transaction. */
   async function changeOwner(trx: Db, deviceId: string, from: string, to: string | null): Promise<Car> {
     const at = clock();
-    const car = await setCarOwner(trx, deviceId, { owner_id: to, paired_at: to === null ? null : at });
+    // Withdrawn first, while the car is still `from`'s: they hear of their own commands' end.
     await commands.withdrawOwnersCommands(trx, deviceId, from);
+    const car = await setCarOwner(trx, deviceId, { owner_id: to, paired_at: to === null ? null : at });
     return toApiCar(car);
   }
 

@@ -103,7 +103,7 @@ export function createCommandLifecycle(deps: {
       trx,
       commands.map((command) => ({
         type: 'command.state_changed',
-        audience: { ownerOfCar: command.device_id },
+        audience: { ownerOfCommand: command.command_id },
         at,
         data: async () => {
           const row = (await findCommand(trx, command.command_id)) as CommandRow;

@@ -13,10 +13,12 @@
 import { randomUUID } from 'node:crypto';
 import type { Clock } from '../clock.ts';
 import type { Logger } from '../logger.ts';
+import { afterCommit } from '../store/after-commit.ts';
 import type { Db } from '../store/db.ts';
 import type { KeyRing } from '../store/key-encryption.ts';
 import { hasNotifications, type Listening, listen } from '../store/notifications.ts';
 import { type WebhookEvents, webhooksChannel } from './webhook-events.ts';
+import type { WebhookMetrics } from './webhook-metrics.ts';
 import {
   claimEndpoint,
   type DueDelivery,
@@ -74,6 +76,7 @@ export function createWebhookDeliverer(deps: {
   sender: WebhookSender;
   timeoutMs: number;
   disableAfterSeconds: number;
+  metrics?: WebhookMetrics;
 }) {
   const { db, clock, logger, events, sender } = deps;
   /** A claim outlives an attempt, and lapses soon after a replica that died. */
@@ -122,6 +125,7 @@ export function createWebhookDeliverer(deps: {
       const failingSince = endpoint.failing_since ?? at;
       const failingFor = at.getTime() - failingSince.getTime();
       if (failingFor >= deps.disableAfterSeconds * 1000) {
+        afterCommit(trx, () => deps.metrics?.disabled());
         logger.warn('webhooks: endpoint disabled after failing', {
           webhookId: endpoint.id,
           failingSince: failingSince.toISOString(),
@@ -161,6 +165,7 @@ export function createWebhookDeliverer(deps: {
               secrets: endpointSecrets(endpoint, deps.keyRing, at),
             }),
           });
+          deps.metrics?.attempted(result);
           endpoint = await record(endpoint, delivery, result, at);
         }
         if (due.length < batchSize) return;

@@ -141,12 +141,21 @@ export async function deleteEndpoint(db: Db, accountId: string, id: string): Pro
   return deleted.length > 0;
 }
 
-/** Who an event is for: an account, the owner of a car (now), or the developer of an app. */
-export type Audience = { accountId: string } | { ownerOfCar: string } | { developerOfApp: string };
+/**
+ * Who an event is for: an account; the owner of a car (now); the owner of a command's car, when
+ * they paired it before the command was made (an earlier owner's commands are theirs alone, as
+ * `GET …/commands` has it); or the developer of an app.
+ */
+export type Audience =
+  | { accountId: string }
+  | { ownerOfCar: string }
+  | { ownerOfCommand: string }
+  | { developerOfApp: string };
 
 function audienceParts(audience: Audience): [kind: string, key: string] {
   if ('accountId' in audience) return ['account', audience.accountId];
   if ('ownerOfCar' in audience) return ['car', audience.ownerOfCar];
+  if ('ownerOfCommand' in audience) return ['command', audience.ownerOfCommand];
   return ['app', audience.developerOfApp];
 }
 
@@ -167,6 +176,11 @@ export async function findListeningEndpoints(
        select case w.kind
          when 'account' then w.key::uuid
          when 'car' then (select owner_id from cars where device_id = w.key)
+         when 'command' then (
+           select car.owner_id from car_commands command
+           join cars car on car.device_id = command.device_id
+           where command.command_id = w.key::uuid and car.paired_at <= command.created_at
+         )
          when 'app' then (select owner_id from mini_apps where id = w.key)
        end as account_id
      ) audience on true
