@@ -62,6 +62,9 @@ function readable(message: string): string {
   const more = /must NOT have more than (\d+) characters/.exec(message);
   if (more) return `Use ${more[1]} characters or fewer.`;
   if (/must match format "email"/.test(message)) return 'Enter an email address, like ada@example.com.';
+  if (/must match format "uri"/.test(message))
+    return 'Enter a whole URL, like https://hooks.example.com/svc.';
+  if (/must NOT have fewer than 1 items/.test(message)) return 'Choose at least one.';
   if (/must have required property/.test(message)) return 'This is required.';
   return message.charAt(0).toUpperCase() + message.slice(1) + (message.endsWith('.') ? '' : '.');
 }

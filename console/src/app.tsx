@@ -12,9 +12,11 @@ import { ReviewQueuePage } from './pages/review.tsx';
 import { RolloutPage } from './pages/rollout.tsx';
 import { SignIn } from './pages/sign-in.tsx';
 import { SignUp } from './pages/sign-up.tsx';
+import { Webhooks } from './pages/webhooks.tsx';
 import { Alert, Link, PageHeading } from './parts.tsx';
 import { currentPage, followLink, navigate, type PagePath, pages, usePage, usePageState } from './router.ts';
 import { session } from './session.ts';
+import { DisabledByServiceNotice, useWebhooksDisabledByService } from './webhooks.tsx';
 
 type Account = components['schemas']['Account'];
 
@@ -30,6 +32,7 @@ const pageNames: Partial<Record<PagePath, string>> = {
   [pages.rollout]: 'a rollout',
   [pages.fleet]: 'the fleet',
   [pages.connectors]: 'brand connectors',
+  [pages.webhooks]: 'webhooks',
 };
 
 /** Admin pages, and what the one who is not an admin is told there. */
@@ -51,6 +54,7 @@ export function App() {
   /** The page a signed-out visitor asked for, opened once they have signed in. */
   const [returnTo, setReturnTo] = useState<PagePath>();
   const signedIn = session.token() !== undefined;
+  const disabledWebhooks = useWebhooksDisabledByService(signedIn, page);
 
   useEffect(
     () =>
@@ -134,6 +138,11 @@ export function App() {
                   My cars
                 </NavLink>
               </li>
+              <li>
+                <NavLink to={pages.webhooks} current={page}>
+                  Webhooks
+                </NavLink>
+              </li>
               {isAdmin && (
                 <li>
                   <NavLink to={pages.review} current={page}>
@@ -169,6 +178,8 @@ export function App() {
       </header>
       <div id="content">
         {problem && <Alert>{problem}</Alert>}
+        {/* Wherever the owner goes (the Webhooks page says it itself, with the endpoint). */}
+        {signedIn && wanted !== pages.webhooks && <DisabledByServiceNotice webhooks={disabledWebhooks} />}
         {wanted === pages.signIn && <SignIn notice={notice} onSignedIn={signedInNow} />}
         {wanted === pages.signUp && <SignUp onSignedIn={signedInNow} />}
         {wanted === pages.keys && <SshKeys />}
@@ -176,6 +187,7 @@ export function App() {
         {wanted === pages.cars && account && <MyCars account={account} isAdmin={isAdmin} />}
         {wanted === pages.car && <CarPage deviceId={deviceId} />}
         {wanted === pages.rollout && <RolloutPage appId={appId} />}
+        {wanted === pages.webhooks && <Webhooks />}
         {wanted && adminPages[wanted] && account && !isAdmin && <NotAnAdmin page={wanted} />}
         {isAdmin && wanted === pages.review && <ReviewQueuePage />}
         {isAdmin && wanted === pages.fleet && <Fleet />}

@@ -180,12 +180,18 @@ export function Link({ to, children }: { to: PagePath; children: ComponentChildr
   );
 }
 
-/** A moment in the reader's own time zone and words, with the exact time for machines. */
-export function When({ at }: { at: string | null }) {
+/**
+ * A moment in the reader's own time zone and words, with the exact time for machines; to the
+ * second when seconds matter (attempts a few seconds apart).
+ */
+export function When({ at, seconds }: { at: string | null; seconds?: boolean }) {
   if (!at) return <span>never</span>;
   return (
     <time dateTime={at}>
-      {new Date(at).toLocaleString(undefined, { dateStyle: 'medium', timeStyle: 'short' })}
+      {new Date(at).toLocaleString(undefined, {
+        dateStyle: 'medium',
+        timeStyle: seconds ? 'medium' : 'short',
+      })}
     </time>
   );
 }

@@ -15,6 +15,7 @@ export const pages = {
   connectors: '/console/connectors',
   /** One app's rollout: which app is in the history entry's state, as a car page's car is. */
   rollout: '/console/rollout',
+  webhooks: '/console/webhooks',
 } as const;
 
 export type PagePath = (typeof pages)[keyof typeof pages];

@@ -136,7 +136,9 @@ export async function updateEndpoint(
 }
 
 export async function deleteEndpoint(db: Db, accountId: string, id: string): Promise<boolean> {
-  return (await db('webhook_endpoints').where({ id, account_id: accountId }).delete()) > 0;
+  // The ids deleted, not a count: on PGlite knex answers a delete with the raw result, not a number.
+  const deleted = await db('webhook_endpoints').where({ id, account_id: accountId }).delete().returning('id');
+  return deleted.length > 0;
 }
 
 /**
@@ -231,6 +233,17 @@ export async function claimEndpoint(
   );
   const [row] = rows as EndpointRow[];
   return row && endpointFromDb(row);
+}
+
+/**
+ * An endpoint enabled again: its pending deliveries fall due now rather than at the retry their
+ * last failure scheduled (up to a day away), and go out at once.
+ */
+export async function resumePendingDeliveries(db: Db, endpointId: string, now: Date): Promise<void> {
+  await db('webhook_deliveries')
+    .where({ endpoint_id: endpointId, state: 'pending' })
+    .andWhere('next_attempt_at', '>', now)
+    .update({ next_attempt_at: now });
 }
 
 /** Keeps the claim while deliveries go on; false when it lapsed and another took it. */

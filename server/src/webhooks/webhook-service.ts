@@ -24,6 +24,7 @@ import {
   insertEndpoint,
   listDeliveries,
   listEndpointsOf,
+  resumePendingDeliveries,
   secretColumns,
   updateEndpoint,
 } from './webhook-repository.ts';
@@ -220,7 +221,10 @@ export function createWebhookService(deps: {
           ...(disabling ? { enabled: false, disabled_reason: 'owner' as const, disabled_at: now } : {}),
           updated_at: now,
         });
-        if (enabling) await events.pendingResumed(trx);
+        if (enabling) {
+          await resumePendingDeliveries(trx, endpoint.id, now);
+          await events.pendingResumed(trx);
+        }
         return toApiWebhook(row);
       });
     },
