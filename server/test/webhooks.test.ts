@@ -501,7 +501,18 @@ describe('webhooks', () => {
     });
     assert.equal(badType.status, 400, JSON.stringify(badType.body));
     const listed = await call(service.url, 'GET', '/api/v1/webhooks', { token: developer.token });
-    assert.deepEqual(listed.body.webhooks, []);
+    assert.deepEqual(listed.body.webhooks, [], 'nothing refused was kept');
+    // A forged cursor of the log is refused, not read.
+    const own = await register(developer, 'https://hooks.example.com/mine', ['car.online']);
+    const forged = Buffer.from(JSON.stringify(['+275760-09-13T00:00:00.000Z', 'x'])).toString('base64url');
+    const badCursor = await call(
+      service.url,
+      'GET',
+      `/api/v1/webhooks/${own.webhook.webhook_id}/deliveries?cursor=${forged}`,
+      { token: developer.token },
+    );
+    assert.equal(badCursor.status, 400, JSON.stringify(badCursor.body));
+    assert.equal(badCursor.body.code, 'invalid_cursor');
     // Another account's endpoint does not exist for this one.
     const stranger = await signUpDeveloper(service.url);
     const made = await register(stranger, 'https://hooks.example.com/', ['car.online']);

@@ -16,7 +16,8 @@ import {
 import { type CredentialStore, hashBrokerSecret, newBrokerSecret } from '../broker/credentials.ts';
 import type { Clock } from '../clock.ts';
 import type { ParsedDeviceId } from '../device-id.ts';
-import { ConflictError, InputError, NotFoundError } from '../errors.ts';
+import { ConflictError, NotFoundError } from '../errors.ts';
+import { decodePageCursor, encodePageCursor } from '../page-cursor.ts';
 import type { Db } from '../store/db.ts';
 import type { KeyRing } from '../store/key-encryption.ts';
 import type { WebhookEvents } from '../webhooks/webhook-events.ts';
@@ -90,34 +91,12 @@ function carNotFound(deviceId: string): NotFoundError {
   return new NotFoundError('car_not_found', `No car ${deviceId} is provisioned.`);
 }
 
-/** A page cursor: the last car of the page before, as base64url JSON. */
-function encodeCursor(row: CarRow): string {
-  return Buffer.from(JSON.stringify([row.provisioned_at.toISOString(), row.device_id])).toString('base64url');
-}
+/** Where the next page starts: after the last car of this one. */
+const cursorOf = (row: CarRow) => encodePageCursor(row.provisioned_at, row.device_id);
 
-function decodeCursor(cursor: string): CarPosition {
-  try {
-    const [at, deviceId] = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown[];
-    // Exactly what encodeCursor writes: a forged time (year 275760) or id never reaches the store.
-    const provisionedAt = new Date(String(at));
-    if (
-      typeof at === 'string' &&
-      /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/.test(at) &&
-      !Number.isNaN(provisionedAt.getTime()) &&
-      provisionedAt.toISOString() === at &&
-      typeof deviceId === 'string' &&
-      isValidDeviceId(deviceId)
-    ) {
-      return { provisionedAt, deviceId };
-    }
-  } catch {}
-  throw new InputError(
-    'invalid_cursor',
-    'The cursor is not one this service gave: start from the first page.',
-    {
-      errors: [{ path: '/query/cursor', message: 'must be the next_cursor of a page' }],
-    },
-  );
+function positionOf(cursor: string): CarPosition {
+  const { at, id } = decodePageCursor(cursor, isValidDeviceId);
+  return { provisionedAt: at, deviceId: id };
 }
 
 export function createCarService(deps: {
@@ -211,14 +190,14 @@ export function createCarService(deps: {
       const limit = query.limit ?? 50;
       const rows = await listCars(db, {
         limit,
-        after: query.cursor ? decodeCursor(query.cursor) : undefined,
+        after: query.cursor ? positionOf(query.cursor) : undefined,
         ownerId: principal.isAdmin ? undefined : principal.accountId,
       });
       const page = rows.slice(0, limit);
       const last = page.at(-1);
       return {
         cars: page.map(toApiCarSummary),
-        next_cursor: rows.length > limit && last ? encodeCursor(last) : null,
+        next_cursor: rows.length > limit && last ? cursorOf(last) : null,
       };
     },
 

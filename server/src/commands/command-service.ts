@@ -4,13 +4,14 @@
  * lists the car's brand), written to the outbox through the lifecycle (command-lifecycle.ts), and
  * followed by their `command_id`.
  */
-import type { Brand } from '@svc/sdk';
+import { type Brand, isUuid } from '@svc/sdk';
 import type { components } from '../../../generated/openapi.ts';
 import type { Principal } from '../auth/principal.ts';
 import type { Clock } from '../clock.ts';
 import type { ParsedDeviceId } from '../device-id.ts';
-import { InputError, InvalidError, NotFoundError } from '../errors.ts';
+import { InvalidError, NotFoundError } from '../errors.ts';
 import { installableVersionFor, requireInstallableVersion } from '../mini-apps/published-apps.ts';
+import { decodePageCursor, encodePageCursor } from '../page-cursor.ts';
 import type { Db } from '../store/db.ts';
 import type { CommandLifecycle } from './command-lifecycle.ts';
 import { commandNames, isCommandName } from './command-payload.ts';
@@ -46,36 +47,12 @@ function quoteName(name: string): string {
 /** The names a caller may send: every command of the contract but the one only the service sends. */
 const callerCommands = commandNames.filter((name) => name !== pairingCommand);
 
-/** A page cursor: the last command of the page before, as base64url JSON. */
-function encodeCursor(row: CommandRow): string {
-  return Buffer.from(JSON.stringify([row.created_at.toISOString(), row.command_id])).toString('base64url');
-}
+/** Where the next page starts: after the last command of this one. */
+const cursorOf = (row: CommandRow) => encodePageCursor(row.created_at, row.command_id);
 
-const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
-
-function decodeCursor(cursor: string): CommandPosition {
-  try {
-    const [at, commandId] = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown[];
-    // Exactly what encodeCursor writes: a forged time or id never reaches the store.
-    const createdAt = new Date(String(at));
-    if (
-      typeof at === 'string' &&
-      /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/.test(at) &&
-      !Number.isNaN(createdAt.getTime()) &&
-      createdAt.toISOString() === at &&
-      typeof commandId === 'string' &&
-      uuidPattern.test(commandId)
-    ) {
-      return { createdAt, commandId };
-    }
-  } catch {}
-  throw new InputError(
-    'invalid_cursor',
-    'The cursor is not one this service gave: start from the first page.',
-    {
-      errors: [{ path: '/query/cursor', message: 'must be the next_cursor of a page' }],
-    },
-  );
+function positionOf(cursor: string): CommandPosition {
+  const { at, id } = decodePageCursor(cursor, isUuid);
+  return { createdAt: at, commandId: id };
 }
 
 /**
@@ -172,7 +149,7 @@ export function createCommandService(deps: {
       { deviceId, brand }: ParsedDeviceId,
       query: { limit?: number; cursor?: string },
     ): Promise<CommandList> {
-      const after = query.cursor ? decodeCursor(query.cursor) : undefined;
+      const after = query.cursor ? positionOf(query.cursor) : undefined;
       const since = await commandsVisibleSince(principal, deviceId);
       const limit = query.limit ?? 50;
       const rows = await listCommands(db, deviceId, limit, { after, since });
@@ -180,7 +157,7 @@ export function createCommandService(deps: {
       const last = page.at(-1);
       return {
         commands: page.map((row) => toApiCommand(row, brand)),
-        next_cursor: rows.length > limit && last ? encodeCursor(last) : null,
+        next_cursor: rows.length > limit && last ? cursorOf(last) : null,
       };
     },
   };

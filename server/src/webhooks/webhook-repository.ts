@@ -310,7 +310,7 @@ export async function listDeliveries(
   db: Db,
   endpointId: string,
   limit: number,
-  after?: { createdAt: Date; id: string },
+  after?: { at: Date; id: string },
 ): Promise<(DeliveryRow & { event_type: string })[]> {
   const query = db('webhook_deliveries as d')
     .join('webhook_events as ev', 'ev.id', 'd.event_id')
@@ -324,8 +324,8 @@ export async function listDeliveries(
   if (after) {
     query.andWhere((older) =>
       older
-        .where('d.created_at', '<', after.createdAt)
-        .orWhere((same) => same.where('d.created_at', '=', after.createdAt).andWhere('d.id', '<', after.id)),
+        .where('d.created_at', '<', after.at)
+        .orWhere((same) => same.where('d.created_at', '=', after.at).andWhere('d.id', '<', after.id)),
     );
   }
   return (await query) as (DeliveryRow & { event_type: string })[];

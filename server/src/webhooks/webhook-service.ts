@@ -4,10 +4,12 @@
  * An endpoint is its account's alone: anyone else is answered 404, as if it did not exist.
  */
 import { randomUUID } from 'node:crypto';
+import { isUuid } from '@svc/sdk';
 import type { components } from '../../../generated/openapi.ts';
 import type { Principal } from '../auth/principal.ts';
 import type { Clock } from '../clock.ts';
-import { ConflictError, InputError, InvalidError, NotFoundError } from '../errors.ts';
+import { ConflictError, InvalidError, NotFoundError } from '../errors.ts';
+import { decodePageCursor, encodePageCursor } from '../page-cursor.ts';
 import type { Db } from '../store/db.ts';
 import type { KeyRing } from '../store/key-encryption.ts';
 import type { WebhookEvents } from './webhook-events.ts';
@@ -94,33 +96,8 @@ function disabledRefusal(): ConflictError {
   );
 }
 
-/** A page cursor: the last delivery of the page before, as base64url JSON. */
-function encodeCursor(row: DeliveryRow): string {
-  return Buffer.from(JSON.stringify([row.created_at.toISOString(), row.id])).toString('base64url');
-}
-
-function decodeCursor(cursor: string): { createdAt: Date; id: string } {
-  try {
-    const [at, id] = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown[];
-    const createdAt = new Date(String(at));
-    if (
-      typeof at === 'string' &&
-      !Number.isNaN(createdAt.getTime()) &&
-      createdAt.toISOString() === at &&
-      typeof id === 'string' &&
-      /^[0-9a-f-]{36}$/.test(id)
-    ) {
-      return { createdAt, id };
-    }
-  } catch {}
-  throw new InputError(
-    'invalid_cursor',
-    'The cursor is not one this service gave: start from the first page.',
-    {
-      errors: [{ path: '/query/cursor', message: 'must be the next_cursor of a page' }],
-    },
-  );
-}
+/** Where the next page of the log starts: after the last delivery of this one. */
+const cursorOf = (row: DeliveryRow) => encodePageCursor(row.created_at, row.id);
 
 export function createWebhookService(deps: {
   db: Db;
@@ -264,7 +241,7 @@ export function createWebhookService(deps: {
       webhookId: string,
       query: { cursor?: string; limit?: number },
     ): Promise<{ deliveries: WebhookDelivery[]; next_cursor: string | null }> {
-      const after = query.cursor === undefined ? undefined : decodeCursor(query.cursor);
+      const after = query.cursor === undefined ? undefined : decodePageCursor(query.cursor, isUuid);
       const endpoint = await endpointOf(db, principal, webhookId);
       const limit = query.limit ?? 50;
       const rows = await listDeliveries(db, endpoint.id, limit, after);
@@ -276,7 +253,7 @@ export function createWebhookService(deps: {
       const last = page.at(-1);
       return {
         deliveries: page.map((row) => toApiDelivery(row, attempts)),
-        next_cursor: rows.length > limit && last ? encodeCursor(last) : null,
+        next_cursor: rows.length > limit && last ? cursorOf(last) : null,
       };
     },
 
