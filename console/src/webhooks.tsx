@@ -35,6 +35,17 @@ export function disabledByService(webhook: WebhookEndpoint): boolean {
   return !webhook.enabled && webhook.disabled_reason === 'failing';
 }
 
+/** What the Webhooks page tells the notice: the endpoints as it just read them. */
+const webhooksSeenEvent = 'svc:webhooks-seen';
+
+/**
+ * The Webhooks page read the account's endpoints (after any change it made): the notice follows
+ * at once, so that leaving the page after enabling an endpoint never shows the notice of before.
+ */
+export function webhooksSeen(webhooks: WebhookEndpoint[]): void {
+  window.dispatchEvent(new CustomEvent(webhooksSeenEvent, { detail: webhooks }));
+}
+
 /**
  * The account's endpoints the service disabled, asked for again on every page the user opens, so
  * that the notice is seen on signing in and goes once the endpoint is enabled.
@@ -54,6 +65,12 @@ export function useWebhooksDisabledByService(
       current = false;
     };
   }, [signedIn, page]);
+  useEffect(() => {
+    const seen = (event: Event) =>
+      setDisabled((event as CustomEvent<WebhookEndpoint[]>).detail.filter(disabledByService));
+    window.addEventListener(webhooksSeenEvent, seen);
+    return () => window.removeEventListener(webhooksSeenEvent, seen);
+  }, []);
   return disabled;
 }
 

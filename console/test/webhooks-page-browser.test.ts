@@ -282,7 +282,7 @@ describe.skipIf(missing !== undefined)(
       await ping.getByText('HTTP 204').waitFor();
       await page.getByRole('navigation').getByRole('link', { name: 'SSH keys' }).click();
       await page.getByRole('heading', { level: 1, name: 'SSH keys' }).waitFor();
-      assert.equal(await notice.count(), 0);
+      assert.equal(await notice.count(), 0, 'the notice of before is not shown again, not even for a moment');
     });
 
     test('when the pages were used then nothing was fetched from outside this machine, and no page logged an error', () => {

@@ -369,7 +369,7 @@ describe('webhooks', () => {
     assert.equal(counted(after, 'delivered') - counted(before, 'delivered'), 3);
   });
 
-  test('when the receiver never answers then the attempt times out and is tried again', async () => {
+  test("when the receiver never answers then the attempt times out and is tried again, and other endpoints' deliveries do not wait for it", async () => {
     const developer = await signUpDeveloper(service.url);
     const hooks = await receiver();
     hooks.answer = (_request, sameIdBefore) => (sameIdBefore === 0 ? 'hang' : { status: 204 });
@@ -379,10 +379,21 @@ describe('webhooks', () => {
     });
     assert.equal(ping.status, 202, JSON.stringify(ping.body));
     assert.equal(ping.body.state, 'pending');
+    // Another account's endpoint, pinged while the first hangs, is answered meanwhile.
+    await eventually('the first attempt hangs', () => hooks.received.length === 1);
+    const neighbour = await signUpDeveloper(service.url);
+    const prompt = await receiver();
+    const theirs = await register(neighbour, prompt.url, ['webhook.ping']);
+    await call(service.url, 'POST', `/api/v1/webhooks/${theirs.webhook.webhook_id}/pings`, {
+      token: neighbour.token,
+    });
+    await eventually('the neighbour got their ping', () => prompt.delivered().length === 1);
+    const deliveredAt = Date.now();
     await eventually('the attempt timed out', async () => {
       const [delivery] = await logOf(developer, made.webhook.webhook_id);
       return delivery?.attempts[0]?.error === 'timeout';
     });
+    assert.ok(Date.now() - deliveredAt > 100, 'the neighbour was answered well before the hanging attempt ended');
     service.clock.advance(retryDelaysMs[0] as number);
     await deliverDue();
     const [delivery] = await logOf(developer, made.webhook.webhook_id);

@@ -28,6 +28,7 @@ import {
   subscribableEvents,
   type WebhookEndpoint,
   type WebhookEventType,
+  webhooksSeen,
 } from '../webhooks.tsx';
 
 type WebhookCreateRequest = components['schemas']['WebhookCreateRequest'];
@@ -48,8 +49,10 @@ export function Webhooks() {
 
   async function load() {
     const listed = await ask(api.GET('/api/v1/webhooks'));
-    if (listed.ok) setWebhooks(listed.data.webhooks);
-    else setProblem(listed.problem);
+    if (listed.ok) {
+      setWebhooks(listed.data.webhooks);
+      webhooksSeen(listed.data.webhooks);
+    } else setProblem(listed.problem);
   }
   useRefreshing(load);
 

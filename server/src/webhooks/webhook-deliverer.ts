@@ -84,8 +84,10 @@ export function createWebhookDeliverer(deps: {
   const claimant = randomUUID();
 
   let stopped = false;
-  let running: Promise<void> | undefined;
-  let again = false;
+  /** The lanes delivering now, each to one endpoint at a time. */
+  const lanes = new Set<Promise<void>>();
+  /** Counts wake-ups, so that a lane finding nothing knows whether work came since it looked. */
+  let wakes = 0;
   let timer: NodeJS.Timeout | undefined;
   let listening: Listening | undefined;
   let stopListeningHere: (() => void) | undefined;
@@ -175,17 +177,23 @@ export function createWebhookDeliverer(deps: {
     }
   }
 
-  /** One lane: claims endpoints with something due and delivers to each, until none is left. */
+  /**
+   * One lane: claims an endpoint with something due and delivers to it, then the next, until none
+   * is left and no wake-up came since it last looked. Lanes are independent, so an endpoint that
+   * hangs until its timeout holds up its own deliveries only.
+   */
   async function lane(): Promise<void> {
-    while (!stopped) {
+    for (;;) {
+      if (stopped) return;
+      const seen = wakes;
       const now = clock();
       const endpoint = await claimEndpoint(db, {
         claimant,
         now,
         until: new Date(now.getTime() + claimMs),
       });
-      if (!endpoint) return;
-      await deliverTo(endpoint);
+      if (endpoint) await deliverTo(endpoint);
+      else if (seen === wakes) return;
     }
   }
 
@@ -199,32 +207,40 @@ export function createWebhookDeliverer(deps: {
     timer.unref();
   }
 
-  async function deliverDue(): Promise<void> {
-    do {
-      again = false;
-      await Promise.all(Array.from({ length: parallelEndpoints }, lane));
-    } while (again && !stopped);
-  }
-
-  function wake(): void {
-    if (stopped) return;
-    if (running) {
-      again = true;
+  function laneEnded(error?: unknown): void {
+    if (error !== undefined) {
+      logger.warn('webhooks: delivering failed for now; trying again shortly', {
+        error: error instanceof Error ? error.message : String(error),
+      });
+      clearTimeout(timer);
+      timer = setTimeout(wake, 5 * second);
+      timer.unref();
       return;
     }
-    running = deliverDue()
-      .then(sleepUntilNextDue)
-      .catch((error: unknown) => {
-        logger.warn('webhooks: delivering failed for now; trying again shortly', {
-          error: error instanceof Error ? error.message : String(error),
-        });
-        clearTimeout(timer);
-        timer = setTimeout(wake, 5 * second);
-        timer.unref();
-      })
-      .finally(() => {
-        running = undefined;
-      });
+    if (lanes.size === 0) void sleepUntilNextDue().catch(() => {});
+  }
+
+  /** Work may be due: a lane more looks, unless every lane is busy (each looks again when done). */
+  function wake(): void {
+    if (stopped) return;
+    wakes += 1;
+    if (lanes.size >= parallelEndpoints) return;
+    const running: Promise<void> = lane().then(
+      () => {
+        lanes.delete(running);
+        laneEnded();
+      },
+      (error: unknown) => {
+        lanes.delete(running);
+        laneEnded(error);
+      },
+    );
+    lanes.add(running);
+  }
+
+  /** Resolves once no lane is delivering. */
+  async function idle(): Promise<void> {
+    while (lanes.size > 0) await Promise.all(lanes);
   }
 
   return {
@@ -233,8 +249,8 @@ export function createWebhookDeliverer(deps: {
      * this after moving it; the service is woken instead).
      */
     async deliverDue(): Promise<void> {
-      while (running) await running;
-      await deliverDue();
+      wake();
+      await idle();
     },
 
     /** What a wake-up missed; the scheduler runs it. */
@@ -262,7 +278,7 @@ export function createWebhookDeliverer(deps: {
       stopped = true;
       clearTimeout(timer);
       stopListeningHere?.();
-      await Promise.all([running, listening?.close()]);
+      await Promise.all([idle(), listening?.close()]);
     },
   };
 }
