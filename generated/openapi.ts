@@ -1002,7 +1002,8 @@ export interface paths {
          * Deliver an event again
          * @description Sends the delivery's event to the endpoint once more, as a new delivery with its own
          *     attempts and the same event id (`webhook-id`), so a receiver that has it already can tell.
-         *     409 `webhook_disabled` when the endpoint is disabled.
+         *     A delivery still `pending` (waiting for its next retry) is not doubled: it is attempted now,
+         *     and answered as it is. 409 `webhook_disabled` when the endpoint is disabled.
          */
         post: operations["redeliverWebhookDelivery"];
         delete?: never;
@@ -3013,8 +3014,10 @@ export interface components {
          */
         WebhookSecretRotationRequest: {
             /**
-             * @description How long the previous secret keeps signing beside the new one, so receivers can switch
-             *     without missing a delivery: 86400 (a day) when left out, 0 to stop it at once, at most 7 days.
+             * @description How long the secret being replaced keeps signing beside the new one, so receivers can
+             *     switch without missing a delivery: 86400 (a day) when left out, 0 to stop it at once (a
+             *     leaked secret), at most 7 days. Only that one signs beside the new secret: a secret
+             *     rotated out before it stops signing at this rotation.
              */
             previous_secret_lasts_seconds?: number;
         };
@@ -3038,9 +3041,14 @@ export interface components {
             /** @description The first bytes of the receiver's answer (at most 1 KiB), as text. */
             response: string;
             /**
-             * @description Why the attempt failed when the receiver gave no 2xx: `status` (a non-2xx answer),
-             *     `timeout`, `address_refused` (the host resolved to an address not allowed), `redirect`
-             *     (redirects are not followed), `connection_failed`, `answer_too_large`; null when delivered.
+             * @description Why the attempt failed; null when delivered (any 2xx, whatever its body: only the first 64 KiB
+             *     is read). `status` (an answer other than 2xx), `timeout` (no whole answer in time),
+             *     `redirect` (a 3xx: redirects are not followed), `name_not_resolved` (the host has no
+             *     address), `address_refused` (the host resolved to an address not allowed),
+             *     `connection_failed` (refused, reset or unreachable), `tls_failed` (an untrusted, expired or
+             *     wrong-name certificate), `invalid_answer` (not HTTP), `answer_too_large` (headers over
+             *     16 KiB), or a URL the service no longer accepts (`unsupported_scheme`,
+             *     `credentials_in_url`, `fragment_in_url`, `invalid_url`, `url_too_long`).
              */
             error: string | null;
         };
@@ -5525,7 +5533,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The new delivery, pending. */
+            /** @description The delivery that will carry the event now, pending. */
             202: {
                 headers: {
                     [name: string]: unknown;

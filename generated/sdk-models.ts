@@ -876,7 +876,7 @@ export interface WebhookAttempt {
   durationMs: number;
   /** The first bytes of the receiver's answer (at most 1 KiB), as text. */
   response: string;
-  /** Why the attempt failed when the receiver gave no 2xx: `status` (a non-2xx answer), `timeout`, `address_refused` (the host resolved to an address not allowed), `redirect` (redirects are not followed), `connection_failed`, `answer_too_large`; null when delivered. */
+  /** Why the attempt failed; null when delivered (any 2xx, whatever its body: only the first 64 KiB is read). `status` (an answer other than 2xx), `timeout` (no whole answer in time), `redirect` (a 3xx: redirects are not followed), `name_not_resolved` (the host has no address), `address_refused` (the host resolved to an address not allowed), `connection_failed` (refused, reset or unreachable), `tls_failed` (an untrusted, expired or wrong-name certificate), `invalid_answer` (not HTTP), `answer_too_large` (headers over 16 KiB), or a URL the service no longer accepts (`unsupported_scheme`, `credentials_in_url`, `fragment_in_url`, `invalid_url`, `url_too_long`). */
   error: string | null;
 }
 

@@ -50,7 +50,9 @@ export interface VerifyWebhookOptions {
   toleranceSeconds?: number;
   /**
    * Asked last, once the webhook is otherwise valid (so forged requests never reach your store):
-   * true when this `webhook-id` was handled before. Keep ids at least as long as the tolerance.
+   * true when this `webhook-id` was handled before. Each attempt is signed anew, so keep ids as long
+   * as an event can come again: svc retries for about three days, and a redelivery from the
+   * delivery log may come up to 30 days later.
    */
   seen?: (id: string) => boolean | Promise<boolean>;
 }
@@ -59,9 +61,17 @@ export interface VerifyWebhookOptions {
 export interface VerifiedWebhook {
   /** `webhook-id`: the same on every attempt of one event, your idempotency key. */
   id: string;
-  /** `webhook-timestamp`: when this attempt was signed. */
-  timestamp: Date;
-  /** The payload's `type` (such as `car.status_changed`); `''` if the payload has none. */
+  /**
+   * `webhook-timestamp`: when this attempt was signed (a retry or a redelivery is signed anew).
+   * Not when the event happened: that is `timestamp`.
+   */
+  signedAt: Date;
+  /**
+   * The payload's `timestamp`: when the event happened, in RFC 3339, the same on every attempt;
+   * order events by it. Undefined if the payload has none.
+   */
+  timestamp: string | undefined;
+  /** The payload's `type` (such as `command.state_changed`); `''` if the payload has none. */
   type: string;
   /** The payload's `data`. */
   data: unknown;
@@ -167,10 +177,11 @@ export async function verifyWebhook(
     );
   }
 
-  const { type, data } = payload as { type?: unknown; data?: unknown };
+  const { type, data, timestamp: happened } = payload as { type?: unknown; data?: unknown; timestamp?: unknown };
   return {
     id,
-    timestamp: new Date(timestamp * 1000),
+    signedAt: new Date(timestamp * 1000),
+    timestamp: typeof happened === 'string' ? happened : undefined,
     type: typeof type === 'string' ? type : '',
     data,
     payload,

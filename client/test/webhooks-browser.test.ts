@@ -60,7 +60,7 @@ describe.skipIf(missing !== undefined)(
       const refusal = await verifyWebhook('{"test": 2432232315}', headers, secret, { now }).catch((error) => error);
       return {
         id: event.id,
-        timestamp: event.timestamp.toISOString(),
+        timestamp: event.signedAt.toISOString(),
         payload: event.payload,
         refusal: refusal instanceof WebhookVerificationError ? refusal.code : String(refusal),
       };

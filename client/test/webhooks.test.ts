@@ -33,7 +33,7 @@ const atVectorTime = { now: new Date(vector.timestamp * 1000) };
 
 const secret = 'whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD';
 const body = JSON.stringify({
-  type: 'car.status_changed',
+  type: 'car.offline',
   timestamp: '2026-11-21T10:06:00.000Z',
   data: { device_id: 'brand_a:1HGCM82633A004352', online: false },
 });
@@ -89,7 +89,8 @@ describe("verifyWebhook: the reference libraries' vector", () => {
     const event = await verifyWebhook(vector.body, vectorHeaders, vector.secret, atVectorTime);
     assert.deepEqual(event, {
       id: vector.id,
-      timestamp: new Date(vector.timestamp * 1000),
+      signedAt: new Date(vector.timestamp * 1000),
+      timestamp: undefined, // nor a time of its own
       type: '', // the vector's payload has no type
       data: undefined,
       payload: { test: 2432232314 },
@@ -137,8 +138,9 @@ describe('verifyWebhook: a webhook svc signed', () => {
   test('when body, headers and secret are right then it returns the id, the time, the type and the data', async () => {
     const event = await verifyWebhook(body, signedHeaders(), secret, { now });
     assert.equal(event.id, 'msg_2KWPBgLlAfxdpx2AI54pPJ85f4W');
-    assert.deepEqual(event.timestamp, now);
-    assert.equal(event.type, 'car.status_changed');
+    assert.deepEqual(event.signedAt, now);
+    assert.equal(event.timestamp, '2026-11-21T10:06:00.000Z', 'when the event happened, not when it was signed');
+    assert.equal(event.type, 'car.offline');
     assert.deepEqual(event.data, { device_id: 'brand_a:1HGCM82633A004352', online: false });
     assert.deepEqual(event.payload, JSON.parse(body));
   });
@@ -161,7 +163,7 @@ describe('verifyWebhook: a webhook svc signed', () => {
       { ...headers, 'x-forwarded-for': undefined },
     ];
     for (const shape of shapes)
-      assert.equal((await verifyWebhook(body, shape, secret, { now })).type, 'car.status_changed');
+      assert.equal((await verifyWebhook(body, shape, secret, { now })).type, 'car.offline');
   });
 
   test('when a rotation sends two signatures, the old secret’s and the new one’s, then either secret verifies', async () => {
@@ -169,13 +171,13 @@ describe('verifyWebhook: a webhook svc signed', () => {
     const both = `${sign(next, 'msg_2KWPBgLlAfxdpx2AI54pPJ85f4W', timestamp, body)} ${signedHeaders()['webhook-signature']}`;
     for (const key of [secret, next]) {
       const event = await verifyWebhook(body, signedHeaders({ 'webhook-signature': both }), key, { now });
-      assert.equal(event.type, 'car.status_changed');
+      assert.equal(event.type, 'car.offline');
     }
     // The same two sent as two headers, which fetch and node:http join with `, `.
     const joined = new Headers(signedHeaders({ 'webhook-signature': '' }));
     joined.delete('webhook-signature');
     for (const signature of both.split(' ')) joined.append('webhook-signature', signature);
-    assert.equal((await verifyWebhook(body, joined, next, { now })).type, 'car.status_changed');
+    assert.equal((await verifyWebhook(body, joined, next, { now })).type, 'car.offline');
   });
 
   test('when the timestamp is exactly at the tolerance, either way, then it passes', async () => {
@@ -305,7 +307,7 @@ describe('verifyWebhook: replays, with seen', () => {
     };
     assert.equal(
       (await verifyWebhook(body, signedHeaders(), secret, { now, seen })).type,
-      'car.status_changed',
+      'car.offline',
     );
     const error = await assertRefused('replayed', body, signedHeaders(), secret, { now, seen });
     assert.match(error.message, /msg_2KWPBgLlAfxdpx2AI54pPJ85f4W/);

@@ -393,7 +393,10 @@ describe('webhooks', () => {
       const [delivery] = await logOf(developer, made.webhook.webhook_id);
       return delivery?.attempts[0]?.error === 'timeout';
     });
-    assert.ok(Date.now() - deliveredAt > 100, 'the neighbour was answered well before the hanging attempt ended');
+    assert.ok(
+      Date.now() - deliveredAt > 100,
+      'the neighbour was answered well before the hanging attempt ended',
+    );
     service.clock.advance(retryDelaysMs[0] as number);
     await deliverDue();
     const [delivery] = await logOf(developer, made.webhook.webhook_id);
@@ -493,6 +496,51 @@ describe('webhooks', () => {
     assert.equal(String(after.headers['webhook-signature']).split(' ').length, 1);
     await verified(after, rotated.body.secret);
     await assert.rejects(verified(after, made.secret), { code: 'invalid_signature' });
+    // A leaked secret is stopped at once: no overlap, nothing but the new one signs.
+    const stopped = await call(service.url, 'POST', `${webhookPath}/secret-rotations`, {
+      token: developer.token,
+      body: { previous_secret_lasts_seconds: 0 },
+    });
+    assert.equal(stopped.status, 201, JSON.stringify(stopped.body));
+    assert.equal(stopped.body.webhook.previous_secret_expires_at, null);
+    await ping();
+    await eventually('the third ping arrived', () => hooks.delivered().length === 3);
+    const third = hooks.received[2] as Received;
+    assert.equal(String(third.headers['webhook-signature']).split(' ').length, 1);
+    await verified(third, stopped.body.secret);
+    await assert.rejects(verified(third, rotated.body.secret), { code: 'invalid_signature' });
+  });
+
+  test('when a delivery still being retried is delivered again then it goes out now, once, not twice', async () => {
+    const developer = await signUpDeveloper(service.url);
+    const hooks = await receiver();
+    hooks.answer = (_request, sameIdBefore) => (sameIdBefore === 0 ? { status: 500 } : { status: 200 });
+    const made = await register(developer, hooks.url, ['webhook.ping']);
+    const webhookPath = `/api/v1/webhooks/${made.webhook.webhook_id}`;
+    await call(service.url, 'POST', `${webhookPath}/pings`, { token: developer.token });
+    await eventually('the first attempt failed', () => hooks.received.length === 1);
+    const [pending] = await logOf(developer, made.webhook.webhook_id);
+    assert.equal(pending?.state, 'pending');
+    const again = await call(
+      service.url,
+      'POST',
+      `${webhookPath}/deliveries/${pending?.delivery_id}/redeliveries`,
+      {
+        token: developer.token,
+      },
+    );
+    assert.equal(again.status, 202, JSON.stringify(again.body));
+    assert.equal(again.body.delivery_id, pending?.delivery_id);
+    await eventually('the retry arrived at once', () => hooks.delivered().length === 1);
+    // Its own retry, due in 5 s, is spent: nothing more comes.
+    service.clock.advance(retryDelaysMs[0] as number);
+    await deliverDue();
+    assert.equal(hooks.received.length, 2);
+    const log = await logOf(developer, made.webhook.webhook_id);
+    assert.deepEqual(
+      log.map((delivery) => [delivery.state, delivery.attempts.length]),
+      [['delivered', 2]],
+    );
   });
 
   test('when an endpoint is registered wrongly then the answer says what to fix, and nothing is kept', async () => {

@@ -246,6 +246,11 @@ export async function resumePendingDeliveries(db: Db, endpointId: string, now: D
     .update({ next_attempt_at: now });
 }
 
+/** A pending delivery falls due now (its owner asked to deliver it again). */
+export async function deliverNow(db: Db, deliveryId: string, now: Date): Promise<void> {
+  await db('webhook_deliveries').where({ id: deliveryId, state: 'pending' }).update({ next_attempt_at: now });
+}
+
 /** Keeps the claim while deliveries go on; false when it lapsed and another took it. */
 export async function renewClaim(
   db: Db,

@@ -20,6 +20,7 @@ import {
   type DeliveryRow,
   deleteEndpoint,
   deleteEventsBefore,
+  deliverNow,
   type EndpointRow,
   findDelivery,
   findEndpointOf,
@@ -216,11 +217,31 @@ export function createWebhookService(deps: {
       const row = await db.transaction(async (trx) => {
         const endpoint = await endpointOf(trx, principal, webhookId, true);
         const now = clock();
-        const current = openSecret(keyRing, endpoint, 'secret') as string;
+        const newSecret = secretColumns(sealSecret(keyRing, endpoint.id, 'secret', secret), 'secret');
+        // Only the secret being replaced signs beside the new one: one rotated before it stops now.
+        const previous =
+          overlapSeconds > 0
+            ? {
+                ...secretColumns(
+                  sealSecret(
+                    keyRing,
+                    endpoint.id,
+                    'previous_secret',
+                    openSecret(keyRing, endpoint, 'secret') as string,
+                  ),
+                  'previous_secret',
+                ),
+                previous_secret_expires_at: new Date(now.getTime() + overlapSeconds * 1000),
+              }
+            : {
+                previous_secret_ciphertext: null,
+                previous_secret_key_id: null,
+                previous_secret_algorithm: null,
+                previous_secret_expires_at: null,
+              };
         return updateEndpoint(trx, endpoint.id, {
-          ...secretColumns(sealSecret(keyRing, endpoint.id, 'secret', secret), 'secret'),
-          ...secretColumns(sealSecret(keyRing, endpoint.id, 'previous_secret', current), 'previous_secret'),
-          previous_secret_expires_at: new Date(now.getTime() + overlapSeconds * 1000),
+          ...newSecret,
+          ...previous,
           updated_at: now,
         } as Partial<EndpointRow>);
       });
@@ -268,6 +289,13 @@ export function createWebhookService(deps: {
           );
         }
         if (!endpoint.enabled) throw disabledRefusal();
+        if (delivery.state === 'pending') {
+          // Still being tried: it goes out now, rather than a second delivery of the same event.
+          await deliverNow(trx, delivery.id, clock());
+          await events.pendingResumed(trx);
+          const attempts = await attemptsOf(trx, [delivery.id]);
+          return toApiDelivery({ ...delivery, next_attempt_at: clock() }, attempts);
+        }
         const again = await events.redeliver(trx, endpoint.id, delivery.event_id);
         return toApiDelivery({ ...again, event_type: delivery.event_type }, []);
       });
