@@ -29,7 +29,7 @@ async function greet(ctx) {
 // The car's state holds what the car reports (keys of its own: ignition, doors_locked, …).
 function showStatus(status) {
   const { ignition, doors_locked: locked } = status.state;
-  const on = ignition === true || ignition === 'on';
+  const on = ignition === true;
   statusLine.textContent = `${status.online ? 'Online' : 'Offline'}, ignition ${on ? 'on' : 'off'}, doors ${locked ? 'locked' : 'unlocked'}`;
 }
 

@@ -310,7 +310,7 @@ export const settings = {
       atMost: '1m',
       why: 'an endpoint delivers in order, so a slow one waits for itself',
     }),
-    doc: 'how long one webhook delivery attempt may take, from connecting to the end of the answer (read up to 64 KiB); past it the attempt failed and is tried again later',
+    doc: 'how long one webhook delivery attempt may take, from connecting to the end of the answer (read up to 64 KiB); past it the attempt failed and is tried again later; at most `1m`',
   },
   webhookDisableAfterSeconds: {
     env: 'SVC_WEBHOOK_DISABLE_AFTER',
@@ -320,7 +320,7 @@ export const settings = {
       atLeast: '1h',
       why: 'a receiver down for a deploy must not lose its endpoint',
     }),
-    doc: 'a webhook endpoint whose every attempt has failed for this long is disabled (its owner sees it in the console, and enables it again there or with `PATCH /api/v1/webhooks/{webhook_id}`)',
+    doc: 'a webhook endpoint whose every attempt has failed for this long is disabled (its owner sees it in the console, and enables it again there or with `PATCH /api/v1/webhooks/{webhook_id}`); at least `1h`',
   },
   signingKeyRotationSeconds: {
     env: 'SVC_SIGNING_KEY_ROTATION',

@@ -301,6 +301,9 @@ async function main(): Promise<void> {
       `  metrics   ${metricsUrl} (for Prometheus; not on the public port)`,
       `  MQTT      ${mqttUrl} (${config.mqttUrl ? 'MQTT_URL, managed through dynamic security' : 'the embedded broker'})`,
       ...(mqttTlsUrl ? [`  MQTT TLS  ${mqttTlsUrl} (the embedded broker, MQTT_TLS_CERT)`] : []),
+      ...(config.webhookAllowPrivate
+        ? ['  webhooks  may go to private and loopback addresses, and http:// (SVC_WEBHOOK_ALLOW_PRIVATE)']
+        : []),
       ...adminCodeLines(publicUrl, adminCodes),
       `Stop with Ctrl-C.`,
       '',

@@ -405,7 +405,7 @@ function EndpointForm({
       <Field
         label="URL"
         name="url"
-        hint="Where the events are POSTed: an https:// address, with no user name or password in it."
+        hint="Where the events are POSTed: a whole URL such as https://hooks.example.com/svc, with no user name or password in it."
         value={url}
         onInput={setUrl}
         error={refusal?.url}

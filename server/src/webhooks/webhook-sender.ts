@@ -248,7 +248,8 @@ function checkUrlShape(url: string, allowPrivate: boolean): WebhookUrlCheck {
   if (kind) {
     return refuse(
       'address_refused',
-      `${host} is ${kind}: this service sends webhooks only to public addresses`,
+      `${host} is ${kind}: this service sends webhooks only to public addresses. To receive ` +
+        'webhooks on a machine of your own, expose it through a tunnel with a public https:// URL',
     );
   }
   return { ok: true, url: parsed };
