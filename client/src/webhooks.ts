@@ -177,7 +177,11 @@ export async function verifyWebhook(
     );
   }
 
-  const { type, data, timestamp: happened } = payload as { type?: unknown; data?: unknown; timestamp?: unknown };
+  const {
+    type,
+    data,
+    timestamp: happened,
+  } = payload as { type?: unknown; data?: unknown; timestamp?: unknown };
   return {
     id,
     signedAt: new Date(timestamp * 1000),

@@ -139,7 +139,11 @@ describe('verifyWebhook: a webhook svc signed', () => {
     const event = await verifyWebhook(body, signedHeaders(), secret, { now });
     assert.equal(event.id, 'msg_2KWPBgLlAfxdpx2AI54pPJ85f4W');
     assert.deepEqual(event.signedAt, now);
-    assert.equal(event.timestamp, '2026-11-21T10:06:00.000Z', 'when the event happened, not when it was signed');
+    assert.equal(
+      event.timestamp,
+      '2026-11-21T10:06:00.000Z',
+      'when the event happened, not when it was signed',
+    );
     assert.equal(event.type, 'car.offline');
     assert.deepEqual(event.data, { device_id: 'brand_a:1HGCM82633A004352', online: false });
     assert.deepEqual(event.payload, JSON.parse(body));
@@ -305,10 +309,7 @@ describe('verifyWebhook: replays, with seen', () => {
       handled.add(id);
       return before;
     };
-    assert.equal(
-      (await verifyWebhook(body, signedHeaders(), secret, { now, seen })).type,
-      'car.offline',
-    );
+    assert.equal((await verifyWebhook(body, signedHeaders(), secret, { now, seen })).type, 'car.offline');
     const error = await assertRefused('replayed', body, signedHeaders(), secret, { now, seen });
     assert.match(error.message, /msg_2KWPBgLlAfxdpx2AI54pPJ85f4W/);
   });
