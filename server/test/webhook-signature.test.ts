@@ -107,7 +107,7 @@ describe('webhookHeaders', () => {
 
 describe('what svc signs, as a receiver verifies it with @svc/sdk', () => {
   const body = JSON.stringify({
-    type: 'car.status_changed',
+    type: 'car.online',
     timestamp: '2026-11-21T10:06:00.000Z',
     data: { device_id: 'brand_a:1HGCM82633A004352', online: true },
   });
@@ -125,8 +125,9 @@ describe('what svc signs, as a receiver verifies it with @svc/sdk', () => {
     const event = await verifyWebhook(body, headers, secret, { now });
     assert.deepEqual(event, {
       id: 'msg_2KWPBgLlAfxdpx2AI54pPJ85f4W',
-      timestamp: new Date(timestamp * 1000),
-      type: 'car.status_changed',
+      signedAt: new Date(timestamp * 1000),
+      timestamp: '2026-11-21T10:06:00.000Z',
+      type: 'car.online',
       data: { device_id: 'brand_a:1HGCM82633A004352', online: true },
       payload: JSON.parse(body),
     });

@@ -134,12 +134,12 @@ describe('a car on the broker', () => {
       for (const suffix of ['presence', 'status', 'telemetry'] as const) {
         await broker.waitFor((m) => m.topic === topicOf(car, suffix));
       }
-      // A few fixes, to see the car move.
-      await broker.waitFor(
-        (m) =>
-          m.topic === topicOf(car, 'telemetry') &&
-          broker.published.filter((p) => p.topic === m.topic).length >= 4,
-      );
+      // A few fixes, far enough apart in time for the odometer (kept to the metre) to count.
+      await broker.waitFor((m) => {
+        if (m.topic !== topicOf(car, 'telemetry')) return false;
+        const fixes = broker.published.filter((p) => p.topic === m.topic).map((p) => payload(p));
+        return fixes.length >= 4 && (fixes.at(-1)?.odometer_km ?? 0) > (fixes[0]?.odometer_km ?? 0);
+      });
     }
     const sent = broker.published.filter((m) => cars.some((car) => m.clientId === car.deviceId));
     for (const message of sent) {
