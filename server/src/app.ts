@@ -101,6 +101,7 @@ export function createApp(config: Config, deps: AppDependencies = {}) {
       await credentialSync.start();
       // After the migrations, so that what cars report has its tables; commands wait in SQL until
       // the bridge connects, and the sweep expires them meanwhile.
+      await services.webhookEvents.start(logger);
       services.commandOutbox.start();
       services.webhookDeliverer.start();
       await bridge.start(mqttUrl);

@@ -142,6 +142,7 @@ export function createServices(deps: {
     async close(): Promise<void> {
       await appUpdates.stop();
       await webhookDeliverer.stop();
+      await webhookEvents.stop();
       await storeReadiness.close();
       packages.close();
       if (bridgeWriter !== db) await bridgeWriter.destroy();

@@ -70,6 +70,10 @@ export function createCarReportService(deps: { db: Db; webhookEvents?: WebhookEv
       presence: { deviceId: string; online: boolean; at: string },
       seenAt: Date | undefined,
     ): Promise<boolean> {
+      // Without an endpoint to tell, the one statement it was (webhook-events.ts).
+      if (!webhookEvents?.listens('car.online') && !webhookEvents?.listens('car.offline')) {
+        return savePresence(db, presence, seenAt).then((saved) => saved !== undefined);
+      }
       return db.transaction(async (trx) => {
         const wasOnline = await lockPresence(trx, presence.deviceId);
         const saved = await savePresence(trx, presence, seenAt);

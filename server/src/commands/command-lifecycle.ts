@@ -89,6 +89,14 @@ export function createCommandLifecycle(deps: {
   const settledListeners = new Set<(deviceId: string, name: string) => void>();
 
   /**
+   * Runs a move inside a transaction when its event is wanted (the move and the event commit
+   * together), and as the one statement it was when no endpoint listens (webhook-events.ts).
+   */
+  function moving<T>(on: Db, move: (trx: Db) => Promise<T>): Promise<T> {
+    return webhookEvents?.listens('command.state_changed') ? on.transaction(move) : move(on);
+  }
+
+  /**
    * Tells of the moves made inside `trx`: a `command.state_changed` event for each (written in the
    * same transaction, as the command reads right after the move), and the metrics once it commits.
    */
@@ -212,7 +220,7 @@ export function createCommandLifecycle(deps: {
      */
     async published(row: CommandRow, claim: { claimant: string; claimedAt: Date }): Promise<void> {
       const at = clock();
-      await db.transaction(async (trx) => {
+      await moving(db, async (trx) => {
         const command = await settlePublished(trx, {
           commandId: row.command_id,
           claimant: claim.claimant,
@@ -226,7 +234,7 @@ export function createCommandLifecycle(deps: {
     /** A command the service cannot send after all (it no longer fits the contract): `failed`. */
     async failUnsent(row: CommandRow, detail: string): Promise<void> {
       const at = clock();
-      await db.transaction(async (trx) => {
+      await moving(db, async (trx) => {
         const command = await failCommand(trx, row.command_id, detail, at);
         await moved(trx, command ? [command] : [], 'failed', at);
       });
@@ -235,13 +243,13 @@ export function createCommandLifecycle(deps: {
     /** Every command not final by its `expires_at` is `expired`. */
     async expireOverdue(): Promise<void> {
       const at = clock();
-      await db.transaction(async (trx) => moved(trx, await expireCommands(trx, at), 'expired', at));
+      await moving(db, async (trx) => moved(trx, await expireCommands(trx, at), 'expired', at));
     },
 
     /** What the car said of one of its commands (a valid `cmd/ack` of this car). */
     async acknowledge(deviceId: string, ack: CarCommandAck): Promise<AckHandled> {
       const at = clock();
-      const result = await bridgeWriter.transaction(async (trx) => {
+      const result = await moving(bridgeWriter, async (trx) => {
         const acknowledged = await acknowledgeCommand(trx, {
           commandId: ack.command_id,
           deviceId,

@@ -128,6 +128,7 @@ export function createWebhookDeliverer(deps: {
       const failingFor = at.getTime() - failingSince.getTime();
       if (failingFor >= deps.disableAfterSeconds * 1000) {
         afterCommit(trx, () => deps.metrics?.disabled());
+        await events.endpointsChanged(trx);
         logger.warn('webhooks: endpoint disabled after failing', {
           webhookId: endpoint.id,
           failingSince: failingSince.toISOString(),

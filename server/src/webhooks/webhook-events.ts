@@ -5,15 +5,19 @@
  * rolls back never is. The deliverer is woken once the transaction commits: this process's at
  * once, and on Postgres every replica's through a `NOTIFY` sent in the same transaction.
  *
- * An event nobody listens to costs one read (the endpoints that want it) and writes nothing; its
- * payload is built only when someone does.
+ * Each process keeps the event types some enabled endpoint lists (refreshed when an endpoint
+ * changes, here at once and on other replicas by `NOTIFY`, and every 10 s whatever happens): an
+ * event of a type nobody listens to costs nothing, not even a read, so a fleet without webhooks
+ * keeps its commands' one-statement moves (bench:commands). Otherwise the event costs one read
+ * (the endpoints that want it) and its payload is built only when someone does.
  */
 import { randomUUID } from 'node:crypto';
 import type { components } from '../../../generated/openapi.ts';
 import type { Clock } from '../clock.ts';
+import type { Logger } from '../logger.ts';
 import { afterCommit } from '../store/after-commit.ts';
 import type { Db } from '../store/db.ts';
-import { hasNotifications, notify } from '../store/notifications.ts';
+import { hasNotifications, type Listening, listen, notify } from '../store/notifications.ts';
 import {
   type Audience,
   type DeliveryRow,
@@ -21,6 +25,7 @@ import {
   findListeningEndpoints,
   insertDeliveries,
   insertEvents,
+  listenedEventTypes,
 } from './webhook-repository.ts';
 
 export type WebhookEventType = components['schemas']['WebhookEventType'];
@@ -28,6 +33,12 @@ export type { Audience };
 
 /** The channel on which a replica that wrote deliveries tells the others (store/notifications.ts). */
 export const webhooksChannel = 'svc_webhooks';
+
+/** The channel on which a replica that changed an endpoint tells the others to read the types again. */
+const endpointsChannel = 'svc_webhook_endpoints';
+
+/** How often the listened types are read again, whatever notifications say. */
+const listenedRefreshMs = 10_000;
 
 export interface NewWebhookEvent {
   type: WebhookEventType;
@@ -49,6 +60,29 @@ export function createWebhookEvents(deps: { db: Db; clock: Clock }) {
   const instance = randomUUID();
   const notifies = hasNotifications(db);
   const listeners = new Set<() => void>();
+  /** The types some enabled endpoint lists; undefined until read: every type counts as listened to. */
+  let listened: Set<string> | undefined;
+  /** Moves on with every endpoint change here, so that a read begun before it is not taken. */
+  let generation = 0;
+  let refreshTimer: NodeJS.Timeout | undefined;
+  let endpointNews: Listening | undefined;
+
+  async function readListened(): Promise<void> {
+    const begun = generation;
+    const types = await listenedEventTypes(db);
+    if (begun === generation) listened = new Set(types);
+  }
+
+  /** Whether some enabled endpoint lists `type` (as far as this process knows: see above). */
+  function listens(type: WebhookEventType): boolean {
+    return listened === undefined || listened.has(type);
+  }
+
+  function refreshSoon(): void {
+    void readListened().catch(() => {
+      listened = undefined;
+    });
+  }
 
   /** The event and its deliveries, inside `trx` (the caller wakes the deliverers). */
   async function write(trx: Db, event: EventRow, endpointIds: readonly string[]): Promise<DeliveryRow[]> {
@@ -89,8 +123,38 @@ export function createWebhookEvents(deps: { db: Db; clock: Clock }) {
       return () => listeners.delete(wake);
     },
 
+    listens,
+
+    /** Reads the listened types, and keeps them fresh until `stop`. */
+    async start(logger: Logger): Promise<void> {
+      await readListened();
+      refreshTimer = setInterval(refreshSoon, listenedRefreshMs);
+      refreshTimer.unref();
+      if (notifies) endpointNews = listen(db, endpointsChannel, refreshSoon, logger);
+    },
+
+    async stop(): Promise<void> {
+      clearInterval(refreshTimer);
+      await endpointNews?.close();
+    },
+
+    /**
+     * An endpoint changed inside `trx`, and now lists `types` (none when removed or disabled):
+     * once it commits, this process counts them at once (before it answers the change), and every
+     * process reads the listened types again.
+     */
+    async endpointsChanged(trx: Db, types: readonly string[] = []): Promise<void> {
+      if (notifies) await notify(trx, endpointsChannel, instance);
+      afterCommit(trx, () => {
+        generation += 1;
+        for (const type of types) listened?.add(type);
+        refreshSoon();
+      });
+    },
+
     /** Writes each event for the endpoints of its audience that want its type, inside `trx`. */
-    async record(trx: Db, events: readonly NewWebhookEvent[]): Promise<void> {
+    async record(trx: Db, all: readonly NewWebhookEvent[]): Promise<void> {
+      const events = all.filter((event) => listens(event.type));
       if (events.length === 0) return;
       const listening = await findListeningEndpoints(trx, events);
       if (listening.length === 0) return;

@@ -197,6 +197,14 @@ export async function findListeningEndpoints(
   return rows as { index: number; endpoint_id: string; account_id: string }[];
 }
 
+/** The event types some enabled endpoint lists. */
+export async function listenedEventTypes(db: Db): Promise<string[]> {
+  const { rows } = await db.raw(
+    'select distinct jsonb_array_elements_text(events) as type from webhook_endpoints where enabled',
+  );
+  return (rows as { type: string }[]).map((row) => row.type);
+}
+
 export async function insertEvents(db: Db, rows: readonly EventRow[]): Promise<void> {
   if (rows.length > 0) await db('webhook_events').insert(rows);
 }

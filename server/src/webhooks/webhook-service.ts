@@ -156,6 +156,7 @@ export function createWebhookService(deps: {
           );
         }
         const sealed = sealSecret(keyRing, id, 'secret', secret);
+        await events.endpointsChanged(trx, request.events);
         return insertEndpoint(trx, {
           id,
           account_id: principal.accountId,
@@ -199,6 +200,7 @@ export function createWebhookService(deps: {
           ...(disabling ? { enabled: false, disabled_reason: 'owner' as const, disabled_at: now } : {}),
           updated_at: now,
         });
+        await events.endpointsChanged(trx, row.enabled ? row.events : []);
         if (enabling) {
           await resumePendingDeliveries(trx, endpoint.id, now);
           await events.pendingResumed(trx);
@@ -208,7 +210,10 @@ export function createWebhookService(deps: {
     },
 
     async remove(principal: Principal, webhookId: string): Promise<void> {
-      if (!(await deleteEndpoint(db, principal.accountId, webhookId))) throw webhookNotFound(webhookId);
+      await db.transaction(async (trx) => {
+        if (!(await deleteEndpoint(trx, principal.accountId, webhookId))) throw webhookNotFound(webhookId);
+        await events.endpointsChanged(trx);
+      });
     },
 
     /** A new secret, shown once; the previous one signs beside it for `overlapSeconds`. */
