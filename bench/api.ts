@@ -8,10 +8,12 @@
  * node:http answering the constant. Goal (issue 29): the status read at least 0.5× the bare Express
  * constant route on Node 24, with no cache of car state: every read of ours goes to the store.
  *
- * Process layout: this process only generates load (autocannon); each target runs alone in a child
- * process of its own (this same file, `serve` mode), one after the other. On a 2-core machine that
- * gives the load generator one core and the server the other, instead of both sharing one event
- * loop, where the generator's own cost would shrink every figure and blur the ratios. All targets
+ * Process layout: this process only generates load (autocannon); each target runs in a child
+ * process of its own (this same file, `serve` mode), and only one is sent load at a time, in turns
+ * (all of them, then all again: a change of the machine's load meets every target alike). On a
+ * 2-core machine that gives the load generator one core and the server the other, instead of both
+ * sharing one event loop, where the generator's own cost would shrink every figure and blur the
+ * ratios. All targets
  * get the identical layout (same Node flags, same loader, nothing else running), so the only
  * difference between the rows is the server code, which is what the ratios are meant to show.
  * With one core for autocannon, the node-http row is usually bounded by the load generator rather
@@ -24,8 +26,9 @@
  * baseline is given the same rows in a store of its own). Ours answers most requests' caller from
  * its 5-second token cache, which is part of what our stack is; the car's state it reads every time.
  *
- * Settings (environment): BENCH_DURATION seconds per measured run (10), BENCH_WARMUP seconds of
- * warm-up per run (3), BENCH_CONNECTIONS (10). BENCH_CPU_PROF=<folder> writes a V8 CPU profile of
+ * Settings (environment): BENCH_DURATION seconds measured per target and read (10), taken in
+ * BENCH_ROUNDS turns (5); BENCH_WARMUP seconds of warm-up per target and read (3); BENCH_CONNECTIONS
+ * (10); BENCH_READS, `me,status` or either alone (a profile of one read). BENCH_CPU_PROF=<folder> writes a V8 CPU profile of
  * each server process in a folder per target there (the largest file is the main thread's; open it
  * in Chrome DevTools or speedscope).
  */
@@ -418,12 +421,15 @@ function percentile(sorted: Float64Array, fraction: number): number {
   return sorted[Math.max(0, Math.ceil(fraction * sorted.length) - 1)] ?? Number.NaN;
 }
 
+/** What one autocannon run got: requests answered, over how long, and each one's time. */
+interface Slice {
+  requests: number;
+  seconds: number;
+  latencies: number[];
+}
+
 /** One autocannon run; throws when any request failed, because a benchmark of errors measures nothing. */
-async function load(
-  target: Target,
-  seconds: number,
-  options: LoadOptions,
-): Promise<Omit<Measurement, 'target'>> {
+async function load(target: Target, seconds: number, options: LoadOptions): Promise<Slice> {
   // autocannon's own latency histogram keeps whole milliseconds, too coarse for loopback answers that
   // take a fraction of one; its per-response event carries the exact time, so percentiles come from that.
   const latencies: number[] = [];
@@ -453,9 +459,16 @@ async function load(
     const statuses = JSON.stringify(result.statusCodeStats ?? {});
     throw new Error(`${target} ${options.answer.path}: ${counts} (status codes ${statuses})`);
   }
-  const sorted = Float64Array.from(latencies).sort();
+  return { requests: result.requests.total, seconds: result.duration, latencies };
+}
+
+function measurement(target: Target, slices: Slice[]): Measurement {
+  const sorted = Float64Array.from(slices.flatMap((slice) => slice.latencies)).sort();
+  const requests = slices.reduce((sum, slice) => sum + slice.requests, 0);
+  const seconds = slices.reduce((sum, slice) => sum + slice.seconds, 0);
   return {
-    requestsPerSecond: result.requests.total / result.duration,
+    target,
+    requestsPerSecond: requests / seconds,
     p50: percentile(sorted, 0.5),
     p99: percentile(sorted, 0.99),
   };
@@ -464,28 +477,48 @@ async function load(
 interface Settings {
   warmup: number;
   duration: number;
+  rounds: number;
+  reads: Read[];
   connections: number;
   cpuProfDir: string | undefined;
 }
 
-/** Both reads against one running target, one after the other, each warmed up first. */
-async function measureBoth(
-  target: Target,
-  child: Child,
+/**
+ * Every target and read warmed up, then measured in `rounds` turns of `duration / rounds` seconds
+ * each, one after the other: on a machine shared with other work, a change of load meets every
+ * target alike, rather than whichever ran at the time.
+ */
+async function measureInTurns(
+  children: Map<Target, Child>,
   settings: Settings,
   answers: Record<Read, Answer>,
-  headers: Record<string, string>,
-): Promise<Record<Read, Measurement>> {
-  const measured: Partial<Record<Read, Measurement>> = {};
-  for (const read of ['me', 'status'] as const) {
-    const options = { url: child.url, connections: settings.connections, headers, answer: answers[read] };
-    process.stderr.write(
-      `${target} ${read}: warming up ${settings.warmup} s, then measuring ${settings.duration} s\n`,
-    );
-    await load(target, settings.warmup, options);
-    measured[read] = { target, ...(await load(target, settings.duration, options)) };
+  headersOf: (target: Target) => Record<string, string>,
+): Promise<Map<string, Measurement>> {
+  const options = (target: Target, read: Read) => ({
+    url: (children.get(target) as Child).url,
+    connections: settings.connections,
+    headers: headersOf(target),
+    answer: answers[read],
+  });
+  const slices = new Map<string, Slice[]>();
+  process.stderr.write(`warming up each target and read ${settings.warmup} s\n`);
+  for (const target of children.keys()) {
+    for (const read of settings.reads) await load(target, settings.warmup, options(target, read));
   }
-  return measured as Record<Read, Measurement>;
+  const sliceSeconds = Math.max(1, Math.round(settings.duration / settings.rounds));
+  for (let round = 1; round <= settings.rounds; round += 1) {
+    process.stderr.write(`round ${round} of ${settings.rounds}: ${sliceSeconds} s a target and read\n`);
+    for (const target of children.keys()) {
+      for (const read of settings.reads) {
+        const key = `${target}\t${read}`;
+        slices.set(key, [
+          ...(slices.get(key) ?? []),
+          await load(target, sliceSeconds, options(target, read)),
+        ]);
+      }
+    }
+  }
+  return new Map([...slices].map(([key, taken]) => [key, measurement(key.split('\t')[0] as Target, taken)]));
 }
 
 function printTable(rows: Measurement[]): void {
@@ -516,55 +549,59 @@ function printRatios(ours: Measurement, baselines: Measurement[]): void {
 
 async function main(): Promise<void> {
   announceSmokeRun('bench:api');
+  const reads = (process.env.BENCH_READS?.trim() || 'me,status').split(',').map((read) => read.trim());
+  for (const read of reads) {
+    if (read !== 'me' && read !== 'status') throw new Error(`BENCH_READS lists me and status, not "${read}"`);
+  }
   const settings: Settings = {
     duration: positiveInteger('BENCH_DURATION', 10, 1),
     warmup: positiveInteger('BENCH_WARMUP', 3, 1),
+    rounds: positiveInteger('BENCH_ROUNDS', 5, 1),
+    reads: reads as Read[],
     connections: positiveInteger('BENCH_CONNECTIONS', 10, 2),
     cpuProfDir: process.env.BENCH_CPU_PROF?.trim() ? resolve(process.env.BENCH_CPU_PROF.trim()) : undefined,
   };
 
   // Ours first: its real answers become the bodies the baselines send back.
   const adminEmail = `bench-admin-${Date.now()}@example.com`;
-  const oursOrder: ServeOrder = { target: 'ours', adminEmail };
-  const oursChild = await spawnTarget(oursOrder, settings.cpuProfDir);
-  let set: Awaited<ReturnType<typeof setUpFleet>>;
-  let ours: Record<Read, Measurement>;
+  const children = new Map<Target, Child>();
+  let measured: Map<string, Measurement>;
   try {
-    set = await setUpFleet(oursChild, adminEmail);
-    const headers = { authorization: `Bearer ${set.token}` };
-    ours = await measureBoth('ours', oursChild, settings, set.answers, headers);
-  } finally {
-    await oursChild.stop();
-  }
-  const baselines: Measurement[][] = [];
-  for (const target of ['express', 'express + store read', 'node-http'] as const) {
-    const child = await spawnTarget({ target, answers: set.answers, fleet: set.fleet }, settings.cpuProfDir);
-    try {
-      const measured = await measureBoth(target, child, settings, set.answers, {});
-      baselines.push([measured.me, measured.status]);
-    } finally {
-      await child.stop();
+    const ours = await spawnTarget({ target: 'ours', adminEmail }, settings.cpuProfDir);
+    children.set('ours', ours);
+    const { token, fleet, answers } = await setUpFleet(ours, adminEmail);
+    for (const target of ['express', 'express + store read', 'node-http'] as const) {
+      children.set(target, await spawnTarget({ target, answers, fleet }, settings.cpuProfDir));
     }
+    const headersOf = (target: Target) => (target === 'ours' ? { authorization: `Bearer ${token}` } : {});
+    measured = await measureInTurns(children, settings, answers, headersOf);
+  } finally {
+    for (const child of children.values()) await child.stop();
   }
 
+  const sliceSeconds = Math.max(1, Math.round(settings.duration / settings.rounds));
   process.stdout.write(
     `\nNode ${process.versions.node}, ${describeStore({ databaseUrl })}, ${settings.connections} connections, ` +
-      `${settings.duration} s each after ${settings.warmup} s warm-up\n`,
+      `${settings.rounds} turns of ${sliceSeconds} s a target and read after ${settings.warmup} s of warm-up\n`,
   );
-  for (const [index, read] of (['me', 'status'] as const).entries()) {
-    const others = baselines.map((pair) => pair[index] as Measurement);
+  const rowsOf = (read: Read) =>
+    [...children.keys()].map((target) => measured.get(`${target}\t${read}`) as Measurement);
+  for (const read of settings.reads) {
+    const [ours, ...others] = rowsOf(read) as [Measurement, ...Measurement[]];
     const title = read === 'me' ? `GET ${mePath}` : 'GET /api/v1/cars/{device_id}/status (by its owner)';
     process.stdout.write(`\n${title}\n\n`);
-    printTable([ours[read], ...others]);
+    printTable([ours, ...others]);
     process.stdout.write('\n');
-    printRatios(ours[read], others);
+    printRatios(ours, others);
   }
-  const bareExpressStatus = baselines[0]?.[1];
-  const toGoal = bareExpressStatus ? ours.status.requestsPerSecond / bareExpressStatus.requestsPerSecond : 0;
-  process.stdout.write(
-    `goal (on Node 24): the status read at least ${goalRatio}× the bare Express constant route: ` +
-      `${toGoal >= goalRatio ? 'met' : 'NOT met'} here (${toGoal.toFixed(2)}× on Node ${process.versions.node})\n`,
-  );
+  if (settings.reads.includes('status')) {
+    const [ours, bareExpress] = rowsOf('status');
+    const toGoal = ours && bareExpress ? ours.requestsPerSecond / bareExpress.requestsPerSecond : 0;
+    process.stdout.write(
+      `goal (on Node 24): the status read at least ${goalRatio}× the bare Express constant route: ` +
+        `${toGoal >= goalRatio ? 'met' : 'NOT met'} here (${toGoal.toFixed(2)}× on Node ${process.versions.node})\n`,
+    );
+  }
   if (settings.cpuProfDir) process.stdout.write(`CPU profiles in ${settings.cpuProfDir}\n`);
 }
 
