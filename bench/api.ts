@@ -573,7 +573,8 @@ async function main(): Promise<void> {
     for (const target of ['express', 'express + store read', 'node-http'] as const) {
       children.set(target, await spawnTarget({ target, answers, fleet }, settings.cpuProfDir));
     }
-    const headersOf = (target: Target) => (target === 'ours' ? { authorization: `Bearer ${token}` } : {});
+    const headersOf = (target: Target): Record<string, string> =>
+      target === 'ours' ? { authorization: `Bearer ${token}` } : {};
     measured = await measureInTurns(children, settings, answers, headersOf);
   } finally {
     for (const child of children.values()) await child.stop();
