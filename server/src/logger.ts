@@ -42,6 +42,31 @@ export function redactDeviceIds(text: string): string {
   );
 }
 
+/**
+ * Lines go to stderr a few KiB at a time, and at the latest a tenth of a second after they were
+ * logged: one write a line was a system call for every request. At exit, what is left is written
+ * before the process ends (pino's destination flushes it then).
+ */
+const lineBatchBytes = 4096;
+const lineBatchMs = 100;
+
+function stderrInBatches(): pino.DestinationStream & { flush(done?: (error?: Error) => void): void } {
+  const stderr = pino.destination({ dest: 2, sync: false, minLength: lineBatchBytes });
+  let waiting = false;
+  setInterval(() => {
+    if (!waiting) return;
+    waiting = false;
+    stderr.flush();
+  }, lineBatchMs).unref();
+  return {
+    write(line: string) {
+      waiting = true;
+      stderr.write(line);
+    },
+    flush: (done) => stderr.flush(done),
+  };
+}
+
 export function createLogger(options: LoggerOptions = {}): Logger {
   const usePretty = options.pretty ?? (options.destination === undefined && process.stderr.isTTY === true);
   const output = options.destination ?? process.stderr;
@@ -57,7 +82,7 @@ export function createLogger(options: LoggerOptions = {}): Logger {
         colorize: options.destination === undefined,
         messageKey: 'message',
       })
-    : (options.destination ?? pino.destination({ dest: 2, sync: false }));
+    : (options.destination ?? stderrInBatches());
   const logger = pino(
     {
       level: options.level ?? 'info',

@@ -44,10 +44,15 @@ describe('downloading the package of a version', () => {
     return { versionId: submitted.body.id as string, uploadId: target.body.upload_id as string };
   }
 
-  const download = (versionId: string, token?: string, method = 'GET') =>
+  const download = (
+    versionId: string,
+    token?: string,
+    method = 'GET',
+    headers: Record<string, string> = {},
+  ) =>
     fetch(`${service.url}/api/v1/mini-apps/versions/${versionId}/package`, {
       method,
-      headers: token ? { authorization: `Bearer ${token}` } : {},
+      headers: { ...headers, ...(token ? { authorization: `Bearer ${token}` } : {}) },
     });
 
   test('when an admin or the app’s developer downloads a version’s package then they get the bytes submitted, named for the app and version, in any review state', async () => {
@@ -130,13 +135,17 @@ describe('downloading the package of a version', () => {
     rmSync(join(service.config.dataDir, 'blobs', 'packages', `${uploadId}.tar.gz`));
 
     const from = service.logs.length;
-    const answer = await download(versionId, admin.token);
+    const answer = await download(versionId, admin.token, 'GET', { 'x-request-id': 'vanished-file' });
     assert.equal(answer.status, 500);
     assert.equal(((await answer.json()) as { code: string }).code, 'internal_error');
-    assert.ok(
-      service.logs.slice(from).some((line) => line.includes('request failed') && line.includes('ENOENT')),
-      service.logs.slice(from).join('\n'),
-    );
+    const failed = service.logs
+      .slice(from)
+      .map((line) => JSON.parse(line))
+      .find((line) => line.message === 'request failed' && JSON.stringify(line).includes('ENOENT'));
+    assert.ok(failed, service.logs.slice(from).join('\n'));
+    // The operator finds the request's own line, and its answer's, by the id the client gave.
+    assert.equal(failed.request_id, 'vanished-file');
+    assert.equal(failed.route, '/api/v1/mini-apps/versions/{version_id}/package');
   });
 
   test('when the stored file was changed since it was submitted then the answer ends short, never complete with other bytes, and the operator finds it logged', async () => {

@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, test } from 'vitest';
 import { createLogger, redactDeviceIds } from '../src/logger.ts';
 import { registerKey, signInWithKey, signUpDeveloper } from './support/accounts.ts';
@@ -164,5 +166,37 @@ describe('device ids in log lines', () => {
     assert.match(text, /INFO.*car connected/);
     assert.match(text, /\*{21}4352/);
     assert.ok(!text.includes('1HGCM82633A004352'));
+  });
+});
+
+describe('the log on stderr', () => {
+  test('when a process logs lines a few at a time and exits at once then every line is on its stderr, in order, one JSON object each', () => {
+    // The service's own destination (batched writes), as main.ts makes it: no destination given.
+    const logger = JSON.stringify(fileURLToPath(new URL('../src/logger.ts', import.meta.url)));
+    const script = `
+      const { createLogger } = await import(${logger});
+      const log = createLogger({ pretty: false });
+      log.info('started');
+      await new Promise((done) => setTimeout(done, 20));
+      for (let n = 1; n <= 300; n += 1) log.info('request', { n });
+      log.warn('stopping');
+      process.exit(0);
+    `;
+    const run = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    assert.equal(run.status, 0, run.stderr);
+    const lines = run.stderr
+      .trimEnd()
+      .split('\n')
+      .map((line) => JSON.parse(line));
+    assert.equal(lines.length, 302);
+    assert.equal(lines[0].message, 'started');
+    assert.deepEqual(
+      lines.slice(1, -1).map((line) => line.n),
+      Array.from({ length: 300 }, (_, index) => index + 1),
+    );
+    assert.equal(lines.at(-1).message, 'stopping');
   });
 });

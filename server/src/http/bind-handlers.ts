@@ -6,7 +6,13 @@
  */
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import type { NextFunction, Request, RequestHandler, Response, Router } from 'express';
+import express, {
+  type NextFunction,
+  type Request,
+  type RequestHandler,
+  type Response,
+  type Router,
+} from 'express';
 import type { operations } from '../../../generated/openapi.ts';
 import { type OperationId, routes } from '../../../generated/routes.ts';
 import type { Principal } from '../auth/principal.ts';
@@ -146,9 +152,24 @@ function bindOne<K extends OperationId>(
  * (OPTIONS is answered before, by `crossOrigin`.)
  */
 export function bindHandlers(router: Router, handlers: Handlers, options: BindOptions): Router {
+  // A request meets only the operations of its method (a HEAD those of GET, which answer it), in
+  // the same order: Express tests each route's path in turn, and a GET went past every POST,
+  // PATCH and DELETE of the contract before its own.
+  const byMethod = new Map<string, Router>();
   for (const operationId of Object.keys(routes) as OperationId[]) {
-    bindOne(router, operationId, handlers[operationId] as Handler<typeof operationId>, options);
+    const method = routes[operationId].method.toUpperCase();
+    let ofMethod = byMethod.get(method);
+    if (!ofMethod) {
+      ofMethod = express.Router();
+      byMethod.set(method, ofMethod);
+    }
+    bindOne(ofMethod, operationId, handlers[operationId] as Handler<typeof operationId>, options);
   }
+  router.use((req: Request, res: Response, next: NextFunction) => {
+    const ofMethod = byMethod.get(req.method === 'HEAD' ? 'GET' : req.method);
+    if (ofMethod) ofMethod(req, res, next);
+    else next();
+  });
   for (const [expressPath, { methods }] of methodsByPath()) {
     const allow = allowHeader(methods);
     router.all(expressPath, () => {

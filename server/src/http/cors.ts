@@ -108,6 +108,12 @@ export function crossOrigin(options: CrossOriginOptions): Router {
     next();
   });
 
+  // Only OPTIONS requests meet the routes below: any other left them only after testing its path
+  // against every path of the contract (one preflight route each), on every request.
+  const preflights = express.Router();
+  router.use((req: Request, res: Response, next: NextFunction) =>
+    req.method === 'OPTIONS' ? preflights(req, res, next) : next(),
+  );
   const paths = methodsByPath();
   for (const path of options.getPaths ?? []) paths.set(path, { openapiPath: path, methods: ['GET', 'HEAD'] });
   const every = new Set<string>();
@@ -115,7 +121,7 @@ export function crossOrigin(options: CrossOriginOptions): Router {
     for (const method of methods) every.add(method);
     const allow = allowHeader(methods);
     const open = publicPaths.has(expressPath);
-    router.options(expressPath, (req: Request, res: Response) => {
+    preflights.options(expressPath, (req: Request, res: Response) => {
       setRouteTemplate(res, openapiPath);
       res.setHeader('Allow', allow);
       const preflight = req.get('access-control-request-method') !== undefined;
@@ -140,8 +146,8 @@ export function crossOrigin(options: CrossOriginOptions): Router {
   }
   // `OPTIONS *`: what the server as a whole takes (RFC 9110 §9.3.7).
   const allowAny = allowHeader([...every]);
-  router.use((req: Request, res: Response, next: NextFunction) => {
-    if (req.method !== 'OPTIONS' || req.url !== '*') return next();
+  preflights.use((req: Request, res: Response, next: NextFunction) => {
+    if (req.url !== '*') return next();
     setRouteTemplate(res, '*');
     res.setHeader('Allow', allowAny);
     res.status(204).end();
