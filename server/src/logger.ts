@@ -16,7 +16,7 @@ export interface Logger {
   /** Something the operator should know of that is not a bug here (the store unreachable). */
   warn(message: string, fields?: Record<string, unknown>): void;
   error(message: string, fields?: Record<string, unknown>): void;
-  /** The pino logger underneath, for pino-http. */
+  /** The pino logger underneath, for the request log (http/request-log.ts). */
   readonly pino: pino.Logger;
 }
 
