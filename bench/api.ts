@@ -45,7 +45,7 @@ import autocannon from 'autocannon';
 import express from 'express';
 import { findAccountById, insertAccount } from '../server/src/accounts/account-repository.ts';
 import { createApp } from '../server/src/app.ts';
-import { findCarStatus, saveStatusReport } from '../server/src/cars/car-report-repository.ts';
+import { findCarStatus, saveStatusReports } from '../server/src/cars/car-report-repository.ts';
 import { insertCar } from '../server/src/cars/car-repository.ts';
 import { setOwner } from '../server/src/cars/pairing-repository.ts';
 import { type Config, loadConfig } from '../server/src/config.ts';
@@ -108,12 +108,13 @@ async function close(server: Server): Promise<void> {
 /** The car paired to its owner, as a pairing leaves it, and its report stored, as the bridge stores it. */
 async function pairAndReport(db: Db, { account, car, report, seenAt }: Fleet): Promise<void> {
   await setOwner(db, car.deviceId, account.id, new Date(seenAt));
-  const stored = await saveStatusReport(
-    db,
-    { deviceId: car.deviceId, installedApps: [], receivedAt: new Date(seenAt), ...report },
-    new Date(seenAt),
-  );
-  if (!stored) throw new Error(`no car ${car.deviceId} to store a report of`);
+  const [stored] = await saveStatusReports(db, [
+    {
+      report: { deviceId: car.deviceId, installedApps: [], receivedAt: new Date(seenAt), ...report },
+      seenAt: new Date(seenAt),
+    },
+  ]);
+  if (stored !== 'stored') throw new Error(`no car ${car.deviceId} to store a report of`);
 }
 
 interface RunningTarget {
