@@ -56,9 +56,11 @@ import {
   parseCarTopic,
   serviceReceives,
 } from '../generated/mqtt.ts';
+import type { Db } from '../server/src/store/db.ts';
 import { sample } from '../server/test/support/metrics.ts';
 import { busyCoresSetting, keepCoresBusy } from './support/busy-cores.ts';
 import { errorText, type RunningChild, spawnChild } from './support/children.ts';
+import { type MemoryBreakdown, memoryBreakdown } from './support/memory.ts';
 import {
   type Cleanup,
   type Configuration,
@@ -93,6 +95,8 @@ interface ServiceCounts {
   rssBytes: number;
   /** The largest resident set since the last `resetPeak`. */
   peakRssBytes: number;
+  /** What the resident set is made of, when asked. */
+  memory?: MemoryBreakdown;
 }
 
 /** Parent → counter child. */
@@ -111,6 +115,16 @@ interface Question {
   reset?: boolean;
   /** Probes: stop, and count the last ones in. */
   finish?: boolean;
+  /** The service: say what its memory is made of. */
+  memory?: boolean;
+}
+
+/** The bytes of the embedded store's WASM memory (PGlite's Emscripten module), if the store is PGlite. */
+function pgliteWasmBytes(db: Db): number | undefined {
+  const { connection } = db.client.config as {
+    connection?: { pglite?: { mod?: { HEAPU8?: Uint8Array } } };
+  };
+  return connection?.pglite?.mod?.HEAPU8?.byteLength;
 }
 
 /** The service as main.ts starts it, on its own store, which it also counts rows in. */
@@ -124,7 +138,7 @@ async function serve({ env }: ServeOrder): Promise<RunningChild<ServiceReady, Qu
     Number((await service.db(table).count<{ count: string | number }>('* as count').first())?.count ?? 0);
   return {
     ready: service.ready,
-    async answer({ reset }: Question): Promise<ServiceCounts> {
+    async answer({ reset, memory }: Question): Promise<ServiceCounts> {
       const rssBytes = process.memoryUsage.rss();
       peak = Math.max(peak, rssBytes);
       const counts = {
@@ -132,6 +146,7 @@ async function serve({ env }: ServeOrder): Promise<RunningChild<ServiceReady, Qu
         statusCars: await count('car_status_reports'),
         rssBytes,
         peakRssBytes: peak,
+        ...(memory ? { memory: memoryBreakdown(pgliteWasmBytes(service.db)) } : {}),
       };
       if (reset) peak = rssBytes;
       return counts;
@@ -306,6 +321,8 @@ interface Measurement extends Configuration {
   unseen: number;
   rssMib: number;
   peakRssMib: number;
+  /** The service's memory at the end of the window, part by part. */
+  memory: MemoryBreakdown | undefined;
 }
 
 async function statusStored(metricsUrl: string): Promise<number> {
@@ -395,7 +412,7 @@ async function run(
   };
   const [start] = await Promise.all([readAll({ reset: true }), probes.ask({ reset: true })]);
   await pause(settings.duration * 1000);
-  const end = await readAll();
+  const end = await readAll({ memory: true });
   const probed = await probes.ask({ finish: true });
   await fleet.stop();
   fleetStopped = true;
@@ -441,6 +458,7 @@ async function run(
     unseen: probed.unseen,
     rssMib: end.service.rssBytes / mib,
     peakRssMib: end.service.peakRssBytes / mib,
+    memory: end.service.memory,
   };
 }
 
@@ -504,6 +522,13 @@ function report(rows: Measurement[], settings: Settings): void {
       `${rows.map((row) => row.delaySamples).join('/')} probes.\n` +
       'RSS: the service process at the end of the window, and its peak during it.\n\n',
   );
+  for (const row of rows) {
+    if (!row.memory) continue;
+    process.stdout.write(`${row.broker}/${row.store}: the service's memory at the end of the window, MiB\n`);
+    for (const [part, size] of row.memory.parts)
+      process.stdout.write(`  ${part.padEnd(36)} ${size.toFixed(1)}\n`);
+  }
+  process.stdout.write('\n');
   for (const row of rows) {
     const met = ratio(row) >= goalRatio && lost(row) === 0;
     process.stdout.write(
