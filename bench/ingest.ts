@@ -26,9 +26,9 @@
  *
  * The default load (about 4,400 messages a second, 20 to 50 times what a real car sends) is one this
  * 2-core machine carries; at 20 ms / 200 ms the fleet outruns it, and then the embedded broker
- * slows the cars down (aedes waits for its slowest subscriber) while Mosquitto queues for the
- * service up to its `max_queued_messages` (100,000 here, as docs/operating.md, "The broker", asks) and drops
- * QoS 1 messages beyond: the bench shows those as lost.
+ * keeps up to 64 MiB unsent for the bridge before it slows the cars down (ADR 0054), while
+ * Mosquitto queues for the service up to its `max_queued_messages` (100,000 here, as
+ * docs/operating.md, "The broker", asks) and drops QoS 1 messages beyond: the bench shows those as lost.
  *
  * Everything shares one machine: the fleet, the service, the subscriber, the broker and Postgres.
  * Read the ratio, not the absolute rates, and compare ratios from one run.
