@@ -1,7 +1,6 @@
 /**
  * The production build of the service and the simulator (esbuild): server/dist/main.js, run with
- * plain `node` by `npm run serve` and `npm run migrate`, the embedded broker's thread
- * (broker-thread.js) and the operator's commands beside it, and
+ * plain `node` by `npm run serve` and `npm run migrate`, the operator's commands beside it, and
  * simulator/dist/svc-car-sim.js.
  *
  * The workspaces' own packages (@svc/sdk, @svc/manifest, @svc/ssh) are bundled from their
@@ -56,8 +55,6 @@ async function bundle(entry: string, outfile: string, banner = ''): Promise<void
 export async function buildServer(): Promise<void> {
   // server/dist/docs is build-docs.ts's: only the bundle is replaced.
   await bundle('server/src/main.ts', serverBundle);
-  // The embedded broker's thread, which the service starts from a file beside its own.
-  await bundle('server/src/broker/broker-thread.ts', join(repoRoot, 'server/dist/broker-thread.js'));
   for (const command of operatorCommands) {
     await bundle(`server/src/${command}.ts`, join(repoRoot, `server/dist/${command}.js`));
   }

@@ -11,8 +11,8 @@ import type { Db } from '../store/db.ts';
 import type { ServiceBroker } from './broker.ts';
 import { createBrokerMetrics } from './broker-metrics.ts';
 import { type CredentialStore, createRedisCredentialStore, createSqlCredentialStore } from './credentials.ts';
+import { createEmbeddedBroker } from './embedded-broker.ts';
 import { createMosquittoBroker } from './mosquitto-dynsec.ts';
-import { createThreadedBroker } from './threaded-broker.ts';
 
 export function createCredentialStore(
   config: Pick<Config, 'redisUrl'>,
@@ -35,7 +35,7 @@ export function createServiceBroker(
         ca: config.mqttCa,
         logger,
       })
-    : createThreadedBroker({
+    : createEmbeddedBroker({
         credentials,
         host: config.host,
         port: config.mqttPort,
