@@ -15,7 +15,7 @@ function recordingServices(answers: { carKnown: boolean }) {
     carReports: {
       saveStatus: async () => {
         calls.push('carReports.saveStatus');
-        return answers.carKnown;
+        return answers.carKnown ? 'stored' : 'unknown_car';
       },
       savePresence: async () => {
         calls.push('carReports.savePresence');

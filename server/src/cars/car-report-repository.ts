@@ -35,68 +35,130 @@ export const upsertSeen = `
   on conflict (device_id) do update
   set last_seen = greatest(car_presence.last_seen, excluded.last_seen)`;
 
-/**
- * The car's last report replaces the one kept; `seenAt` (a live message) moves its last seen. One
- * statement, so one round trip: the bridge acknowledges a status only once it is stored, and takes
- * the next message after that, so this write paces every car's stream.
- */
-export async function saveStatusReport(db: Db, report: StatusReport, seenAt?: Date): Promise<boolean> {
-  const { rows } = await db.raw(
-    `with report as (
-       insert into car_status_reports (device_id, host_version, installed_apps, state, reported_at, received_at)
-       select device_id, ?, ?::jsonb, ?::jsonb, ?, ? from cars where device_id = ?
-       on conflict (device_id) do update
-       set host_version = excluded.host_version, installed_apps = excluded.installed_apps,
-           state = excluded.state, reported_at = excluded.reported_at, received_at = excluded.received_at
-       returning device_id
-     ),
-     seen as (
-       insert into car_presence (device_id, last_seen)
-       select device_id, ?::timestamptz from report where ?::timestamptz is not null
-       ${upsertSeen}
-     )
-     select device_id from report`,
-    [
-      report.hostVersion,
-      JSON.stringify(report.installedApps),
-      JSON.stringify(report.state),
-      report.reportedAt,
-      report.receivedAt,
-      report.deviceId,
-      seenAt ?? null,
-      seenAt ?? null,
-    ],
-  );
-  return rows.length > 0;
+/** One status report of a batch, with when the service saw the car send it (undefined: a retained replay). */
+export interface StatusWrite {
+  report: StatusReport;
+  seenAt: Date | undefined;
 }
 
 /**
- * Online or offline, as the car's newest presence message says; `seenAt` as for status. Newest by
- * the message's `at` (the time the car made that connection, which its `online` and its last will
- * share), not by arrival: an old connection's will arriving after a new connection's `online`
- * changes nothing. At the same `at`, `offline` wins: it ends the connection that `online` began.
+ * What became of a report: `stored` (it is the car's report now), `stale` (the car's kept report
+ * is newer: by the car's own `reported_at`, not by arrival, since the bridge takes one car's
+ * messages on several connections) or `unknown_car` (no such car is provisioned; nothing is kept).
  */
-export async function savePresence(
-  db: Db,
-  presence: { deviceId: string; online: boolean; at: string },
-  seenAt?: Date,
-): Promise<{ online: boolean } | undefined> {
+export type StatusWritten = 'stored' | 'stale' | 'unknown_car';
+
+/**
+ * A batch of reports, at most one per car (Postgres lets one statement change a row once), in one
+ * statement (store/group-write.ts): each replaces the car's kept report unless that one is newer,
+ * and a live message moves the car's last seen. Answers for each report, in order.
+ */
+export async function saveStatusReports(db: Db, writes: StatusWrite[]): Promise<StatusWritten[]> {
+  const batch = writes.map(({ report, seenAt }, seq) => ({
+    seq,
+    device_id: report.deviceId,
+    host_version: report.hostVersion,
+    installed_apps: report.installedApps,
+    state: report.state,
+    reported_at: report.reportedAt,
+    received_at: report.receivedAt,
+    seen_at: seenAt ?? null,
+  }));
   const { rows } = await db.raw(
-    `insert into car_presence (device_id, online, presence_at, last_seen)
-     select device_id, ?, ?::timestamptz, ?::timestamptz from cars where device_id = ?
-     on conflict (device_id) do update
-     set online = case
-           when car_presence.presence_at is null
-             or excluded.presence_at > car_presence.presence_at
-             or (excluded.presence_at = car_presence.presence_at and not excluded.online)
-           then excluded.online
-           else car_presence.online end,
-         presence_at = greatest(car_presence.presence_at, excluded.presence_at),
-         last_seen = greatest(car_presence.last_seen, excluded.last_seen)
-     returning online`,
-    [presence.online, presence.at, seenAt ?? null, presence.deviceId],
+    `with batch as (
+       select b.* from jsonb_to_recordset(?::jsonb) as b(
+         seq int, device_id text, host_version text, installed_apps jsonb, state jsonb,
+         reported_at timestamptz, received_at timestamptz, seen_at timestamptz)
+       where exists (select 1 from cars where cars.device_id = b.device_id)
+     ),
+     kept as (
+       select device_id, reported_at from car_status_reports
+       where device_id in (select device_id from batch)
+     ),
+     report as (
+       insert into car_status_reports (device_id, host_version, installed_apps, state, reported_at, received_at)
+       select device_id, host_version, installed_apps, state, reported_at, received_at from batch
+       on conflict (device_id) do update
+       set host_version = excluded.host_version, installed_apps = excluded.installed_apps,
+           state = excluded.state, reported_at = excluded.reported_at, received_at = excluded.received_at
+       where excluded.reported_at >= car_status_reports.reported_at
+     ),
+     seen as (
+       insert into car_presence (device_id, last_seen)
+       select device_id, seen_at from batch where seen_at is not null
+       ${upsertSeen}
+     )
+     select batch.seq, kept.reported_at is null or batch.reported_at >= kept.reported_at as fresh
+     from batch left join kept using (device_id)`,
+    [JSON.stringify(batch)],
   );
-  return (rows as { online: boolean }[])[0];
+  const written: StatusWritten[] = writes.map(() => 'unknown_car');
+  for (const row of rows as { seq: number; fresh: boolean }[]) {
+    written[row.seq] = row.fresh ? 'stored' : 'stale';
+  }
+  return written;
+}
+
+/** One presence message of a batch: `at` is the time the car made the connection it speaks of. */
+export interface PresenceWrite {
+  deviceId: string;
+  online: boolean;
+  at: string;
+  seenAt: Date | undefined;
+}
+
+/**
+ * Online or offline, as each car's newest presence message says, for a batch of at most one message
+ * per car in one statement; `seenAt` as for status. Newest by the message's `at` (the time the car made that connection,
+ * which its `online` and its last will share), not by arrival: an old connection's will arriving
+ * after a new connection's `online` changes nothing. At the same `at`, `offline` wins: it ends the
+ * connection that `online` began. Answers for each message whether its car is online now
+ * (undefined: no such car is provisioned).
+ */
+export async function savePresences(db: Db, writes: PresenceWrite[]): Promise<(boolean | undefined)[]> {
+  const batch = writes.map((write, seq) => ({
+    seq,
+    device_id: write.deviceId,
+    online: write.online,
+    at: write.at,
+    seen_at: write.seenAt ?? null,
+  }));
+  const { rows } = await db.raw(
+    `with batch as (
+       select b.* from jsonb_to_recordset(?::jsonb) as b(
+         seq int, device_id text, online boolean, at timestamptz, seen_at timestamptz)
+       where exists (select 1 from cars where cars.device_id = b.device_id)
+     ),
+     saved as (
+       insert into car_presence (device_id, online, presence_at, last_seen)
+       select device_id, online, at, seen_at from batch
+       on conflict (device_id) do update
+       set online = case
+             when car_presence.presence_at is null
+               or excluded.presence_at > car_presence.presence_at
+               or (excluded.presence_at = car_presence.presence_at and not excluded.online)
+             then excluded.online
+             else car_presence.online end,
+           presence_at = greatest(car_presence.presence_at, excluded.presence_at),
+           last_seen = greatest(car_presence.last_seen, excluded.last_seen)
+       returning device_id, online
+     )
+     select batch.seq, saved.online from batch join saved using (device_id)`,
+    [JSON.stringify(batch)],
+  );
+  const online: (boolean | undefined)[] = writes.map(() => undefined);
+  for (const row of rows as { seq: number; online: boolean }[]) online[row.seq] = row.online;
+  return online;
+}
+
+/** Which of `deviceIds` are online as their last presence said, their rows locked until the transaction ends. */
+export async function lockPresences(db: Db, deviceIds: string[]): Promise<Set<string>> {
+  const rows: { device_id: string }[] = await db('car_presence')
+    .whereIn('device_id', deviceIds)
+    .andWhere({ online: true })
+    .forUpdate()
+    .select('device_id');
+  return new Set(rows.map((row) => row.device_id));
 }
 
 /** Whether the car is online as its last presence said, its row locked until the transaction ends. */
@@ -141,9 +203,10 @@ export async function endPresence(db: Db, deviceId: string, at: Date): Promise<v
 }
 
 /**
- * One batch of telemetry in one statement: every fix into the history, each car's last fix of the
- * batch as its location, and its last live message as last seen. Returns the device id of each
- * row stored; rows of cars not provisioned are left out.
+ * One batch of telemetry in one statement: every fix into the history, each car's newest fix (by
+ * its own `recorded_at`, not by arrival) as its location unless the one kept is newer, and its
+ * last live message as last seen. Returns the device id of each row stored; rows of cars not
+ * provisioned are left out.
  */
 export async function saveTelemetry(db: Db, rows: TelemetryRow[]): Promise<string[]> {
   const batch = rows.map((row, seq) => ({ ...row, seq }));
@@ -158,10 +221,11 @@ export async function saveTelemetry(db: Db, rows: TelemetryRow[]): Promise<strin
      last_fix as (
        insert into car_locations (device_id, latitude, longitude, accuracy_m, heading_deg, speed_kmh, recorded_at)
        select distinct on (device_id) device_id, latitude, longitude, accuracy_m, heading_deg, speed_kmh, recorded_at
-       from batch order by device_id, seq desc
+       from batch order by device_id, recorded_at desc, seq desc
        on conflict (device_id) do update
        set latitude = excluded.latitude, longitude = excluded.longitude, accuracy_m = excluded.accuracy_m,
            heading_deg = excluded.heading_deg, speed_kmh = excluded.speed_kmh, recorded_at = excluded.recorded_at
+       where excluded.recorded_at >= car_locations.recorded_at
      ),
      seen as (
        insert into car_presence (device_id, last_seen)

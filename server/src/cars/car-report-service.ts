@@ -9,15 +9,18 @@ import type { Principal } from '../auth/principal.ts';
 import type { ParsedDeviceId } from '../device-id.ts';
 import { NotFoundError } from '../errors.ts';
 import type { Db } from '../store/db.ts';
+import { createGroupWrite } from '../store/group-write.ts';
 import type { WebhookEvents } from '../webhooks/webhook-events.ts';
 import {
   findCarLocation,
   findCarStatus,
   lockPresence,
+  type PresenceWrite,
   type StatusReport,
-  savePresence,
+  type StatusWritten,
+  savePresences,
   saveSighting,
-  saveStatusReport,
+  saveStatusReports,
 } from './car-report-repository.ts';
 import { visibleCar } from './car-visibility.ts';
 
@@ -57,35 +60,69 @@ export async function presenceChanged(
   ]);
 }
 
+/** More than the bridge ever has in hand at once (one message per connection): a bound, not a setting. */
+const maxGroupWrite = 500;
+
 export function createCarReportService(deps: { db: Db; webhookEvents?: WebhookEvents }) {
   const { db, webhookEvents } = deps;
+
+  // Status and presence are written in groups (store/group-write.ts): what arrives on the bridge's
+  // connections while one write is on its way goes in the next, so that the store's round trip no
+  // longer paces every car's stream.
+  const statusWrites = createGroupWrite(
+    (writes: { report: StatusReport; seenAt: Date | undefined }[]) => saveStatusReports(db, writes),
+    { maxItems: maxGroupWrite, key: (write) => write.report.deviceId },
+  );
+  const presenceWrites = createGroupWrite(writePresences, {
+    maxItems: maxGroupWrite,
+    key: (write) => write.deviceId,
+  });
+
+  /**
+   * Without an endpoint to tell, one statement for the group (webhook-events.ts). With one, each
+   * message in its order within one transaction, each car's row locked, so that every change of
+   * presence is told, a quick reconnection too.
+   */
+  function writePresences(writes: PresenceWrite[]): Promise<(boolean | undefined)[]> {
+    if (!webhookEvents?.listens('car.online') && !webhookEvents?.listens('car.offline')) {
+      return savePresences(db, writes);
+    }
+    return db.transaction(async (trx) => {
+      const online: (boolean | undefined)[] = [];
+      for (const write of writes) {
+        const wasOnline = await lockPresence(trx, write.deviceId);
+        const [now] = await savePresences(trx, [write]);
+        online.push(now);
+        if (now === undefined) continue;
+        await presenceChanged(trx, webhookEvents, {
+          deviceId: write.deviceId,
+          wasOnline,
+          online: now,
+          at: write.at,
+        });
+      }
+      return online;
+    });
+  }
+
   return {
-    /** The car's report replaces the one kept; a live one (`seenAt`) moves its last seen. */
-    saveStatus(report: StatusReport, seenAt: Date | undefined): Promise<boolean> {
-      return saveStatusReport(db, report, seenAt);
+    /**
+     * The car's report replaces the one kept unless that one is newer (by the car's `reported_at`);
+     * a live one (`seenAt`) moves its last seen. Resolves once the write that took it committed.
+     */
+    saveStatus(report: StatusReport, seenAt: Date | undefined): Promise<StatusWritten> {
+      return statusWrites.add({ report, seenAt });
     },
 
-    /** Online or offline, as the car's newest presence message says (by its `at`); `seenAt` as above. */
-    savePresence(
+    /**
+     * Online or offline, as the car's newest presence message says (by its `at`); `seenAt` as above.
+     * False when no such car is provisioned. Resolves once the write that took it committed.
+     */
+    async savePresence(
       presence: { deviceId: string; online: boolean; at: string },
       seenAt: Date | undefined,
     ): Promise<boolean> {
-      // Without an endpoint to tell, the one statement it was (webhook-events.ts).
-      if (!webhookEvents?.listens('car.online') && !webhookEvents?.listens('car.offline')) {
-        return savePresence(db, presence, seenAt).then((saved) => saved !== undefined);
-      }
-      return db.transaction(async (trx) => {
-        const wasOnline = await lockPresence(trx, presence.deviceId);
-        const saved = await savePresence(trx, presence, seenAt);
-        if (!saved) return false;
-        await presenceChanged(trx, webhookEvents, {
-          deviceId: presence.deviceId,
-          wasOnline,
-          online: saved.online,
-          at: presence.at,
-        });
-        return true;
-      });
+      return (await presenceWrites.add({ ...presence, seenAt })) !== undefined;
     },
 
     /**

@@ -3,9 +3,14 @@
  * handing each message to `dispatch` (dispatch.ts), and a second connection the command outbox
  * publishes on. What a message means is not known here.
  *
- * Messages are taken one at a time and a QoS 1 message is acknowledged only once `dispatch` says
- * so (once handled), so the broker keeps (and redelivers) what the service has not stored yet, and
- * one car's messages are handled in the order it sent them.
+ * A QoS 1 message is acknowledged only once `dispatch` says so (once stored), so the broker keeps
+ * (and redelivers) what the service has not stored yet. mqtt.js hands a connection's next message
+ * over only once the one before is acknowledged, so a connection has one message in hand at a time
+ * and the store's round trip would pace the whole stream: on a broker whose replicas share the
+ * stream (`$share/svc`, MQTT 5) the bridge takes it on `sharedLanes` connections, among which the
+ * broker deals the messages, and what they hold at once is stored in one write
+ * (store/group-write.ts). One car's messages may then be handled out of the order it sent them,
+ * which is why what a car reports is ordered by the car's own times (docs/adr/0054).
  *
  * The commands of the outbox (command-outbox.ts) go out on a second connection, the publisher's:
  * mqtt.js reads what the broker sends on a connection only between the messages it hands over, so
@@ -14,11 +19,12 @@
  * more per command at 100 commands a second on Postgres). The connection tells the outbox when the
  * bridge connects and subscribes, and when the publisher connects (`ConnectionEvents`).
  *
- * The bridge signs in under a client id that is the same at every start of the replica
- * (`connection.clientId`, from SVC_REPLICA_ID) with a session the broker keeps for an hour: a
- * restarted replica takes back its session and what the broker queued in it meanwhile. It
- * subscribes on every connection, session kept or not (see `subscribeOn`), and stands down when
- * another client takes its client id, rather than taking it back every second.
+ * Each of the bridge's connections signs in under a client id that is the same at every start of
+ * the replica (`connection.clientId`, from SVC_REPLICA_ID, and the lane's number after the first)
+ * with a session the broker keeps for an hour: a restarted replica takes back its sessions and
+ * what the broker queued in them meanwhile. It subscribes on every connection, session kept or not
+ * (see `subscribeOn`), and stands down when another client takes one of its client ids, rather
+ * than taking it back every second.
  */
 import mqtt, { type IClientOptions, type IPublishPacket, type MqttClient } from 'mqtt';
 import { carTopicFilter, carTopicQos, carTopicRetain, serviceReceives } from '../../../generated/mqtt.ts';
@@ -67,7 +73,8 @@ export interface BridgeConnectionDependencies {
   connection: BrokerConnection;
   /**
    * Handles one message; resolves whether to acknowledge it to the broker (not when the bridge
-   * stopped before it could be stored). Called one message at a time.
+   * stopped before it could be stored). Called one message at a time per connection, so with
+   * `sharedLanes` messages at once.
    */
   dispatch(packet: IPublishPacket): Promise<boolean>;
   events: ConnectionEvents;
@@ -89,6 +96,15 @@ const sessionTakenOver = 0x8e;
 /** MQTT 5 PUBACK reason 0x87: the broker does not let this client publish there. */
 const notAuthorized = 0x87;
 
+/**
+ * How many connections take the cars' messages when the replicas share them (`$share/svc`): as
+ * many messages in hand at once, stored together. Not a setting: each is a session the broker
+ * keeps for an hour, and a lane no longer used would go on receiving its share of the stream
+ * until its session expired (docs/adr/0039). Without shared subscriptions (the embedded broker)
+ * every subscriber receives everything, so there is one.
+ */
+export const sharedLanes = 16;
+
 /** How soon a refused or failed subscription is asked for again on the same connection. */
 const resubscribeMs = 1000;
 
@@ -109,7 +125,7 @@ export function createBridgeConnection(deps: BridgeConnectionDependencies) {
     qos: carTopicQos[suffix],
   }));
 
-  async function subscribe(client: MqttClient): Promise<void> {
+  async function subscribe(client: MqttClient, lane: number): Promise<void> {
     const granted = await client.subscribeAsync(
       Object.fromEntries(filters.map(({ filter, qos }) => [filter, { qos }])),
     );
@@ -118,7 +134,7 @@ export function createBridgeConnection(deps: BridgeConnectionDependencies) {
     if (refused.length > 0) {
       throw new Error(`the broker refused the bridge's subscriptions to ${refused.join(', ')}`);
     }
-    if (connection.shared) await readRetained(client);
+    if (connection.shared && lane === 0) await readRetained(client);
   }
 
   /**
@@ -134,11 +150,16 @@ export function createBridgeConnection(deps: BridgeConnectionDependencies) {
     await client.unsubscribeAsync(retained);
   }
 
-  let client: MqttClient | undefined;
+  const laneCount = connection.shared ? sharedLanes : 1;
+  /** The connections the cars' messages arrive on, by lane. */
+  const lanes: (MqttClient | undefined)[] = [];
+  /** Which lanes are connected, and which of those subscribed: the bridge is up when all are. */
+  const lanesUp = new Set<number>();
+  const lanesSubscribed = new Set<number>();
   /** The connection the outbox publishes on. */
   let publishing: MqttClient | undefined;
-  // The message being handled (one at a time), so that stop waits for it before the store closes.
-  let handling: Promise<void> = Promise.resolve();
+  // The message each lane is handling, so that stop waits for them before the store closes.
+  const handling: Promise<void>[] = [];
   /** Publications waiting for their PUBACK, failed at once when the connection closes. */
   const awaitingPuback = new Set<(error: Error) => void>();
 
@@ -189,6 +210,22 @@ export function createBridgeConnection(deps: BridgeConnectionDependencies) {
   }
 
   const clientId = connection.clientId ?? `${connection.username}/bridge-main`;
+  /** The first lane keeps the replica's client id, so that its session outlives an upgrade. */
+  const laneClientId = (lane: number) => (lane === 0 ? clientId : `${clientId}/${lane}`);
+
+  function laneConnected(lane: number, up: boolean): void {
+    if (up) lanesUp.add(lane);
+    else {
+      lanesUp.delete(lane);
+      lanesSubscribed.delete(lane);
+    }
+    health?.connected('messages', lanesUp.size === laneCount);
+  }
+
+  function laneSubscribed(lane: number): void {
+    lanesSubscribed.add(lane);
+    health?.subscribed(lanesSubscribed.size === laneCount);
+  }
   /** Set once another client took this replica's client id: neither connection comes back. */
   let takenOver = false;
 
@@ -206,7 +243,7 @@ export function createBridgeConnection(deps: BridgeConnectionDependencies) {
         'Unless this replica was just replaced by a newer start of it, two replicas have the same SVC_REPLICA_ID: give each its own',
       { client_id: clientId, connection: what },
     );
-    client?.end(true);
+    for (const lane of lanes) lane?.end(true);
     publishing?.end(true);
     health?.connected('messages', false);
     health?.connected('commands', false);
@@ -250,14 +287,17 @@ export function createBridgeConnection(deps: BridgeConnectionDependencies) {
 
   /**
    * Logs a connection's errors and drops once it is up; before that, its first error ends it and
-   * fails its start (`reject`).
+   * fails its start (`reject`). The bridge's lanes after the first log theirs at debug: a broker
+   * restart is one warning, not one per lane.
    */
   function reportTrouble(
     started: MqttClient,
     what: 'bridge' | 'command publisher',
     isUp: () => boolean,
     reject: (error: Error) => void,
+    lane = 0,
   ): void {
+    const warn = lane === 0 ? logger.warn : logger.debug;
     started.on('disconnect', (packet) => {
       if (packet.reasonCode === sessionTakenOver) standDown(what);
     });
@@ -266,20 +306,24 @@ export function createBridgeConnection(deps: BridgeConnectionDependencies) {
         started.end(true);
         reject(new Error(`the MQTT ${what} could not connect to the broker: ${error.message}`));
       } else {
-        logger.warn(`mqtt: ${what} connection error`, { error: error.message });
+        warn.call(logger, `mqtt: ${what} connection error`, { error: error.message });
       }
     });
     started.on('offline', () => {
-      if (!takenOver) logger.warn(`mqtt: ${what} offline, reconnecting`);
+      if (!takenOver) warn.call(logger, `mqtt: ${what} offline, reconnecting`);
     });
   }
 
-  /** The bridge's connection: resolves once connected and subscribed; rejects when the first attempt fails. */
-  function startBridge(): Promise<void> {
+  /**
+   * One of the bridge's connections (`lane`): resolves once connected and subscribed; rejects when
+   * the first attempt fails.
+   */
+  function startLane(lane: number): Promise<void> {
+    const laneId = laneClientId(lane);
     const options: IClientOptions = {
       username: connection.username,
       password: connection.password,
-      clientId,
+      clientId: laneId,
       protocolVersion: connection.protocolVersion ?? 4,
       ...(connection.ca ? { ca: connection.ca } : {}),
       // A session of its own, so that QoS 1 messages wait for the bridge while it reconnects.
@@ -292,9 +336,9 @@ export function createBridgeConnection(deps: BridgeConnectionDependencies) {
       reconnectPeriod: 1000,
     };
     const started = mqtt.connect(connection.url, options);
-    client = started;
+    lanes[lane] = started;
     started.handleMessage = (packet, done) => {
-      handling = dispatch(packet).then((acknowledge) => {
+      handling[lane] = dispatch(packet).then((acknowledge) => {
         if (acknowledge) done();
       });
     };
@@ -305,7 +349,7 @@ export function createBridgeConnection(deps: BridgeConnectionDependencies) {
     let shortInARow = 0;
     started.on('close', () => {
       clearTimeout(retry);
-      health?.connected('messages', false);
+      laneConnected(lane, false);
       if (connectedAt === undefined || started.disconnecting || takenOver) return;
       shortInARow = Date.now() - connectedAt < shortConnectionMs ? shortInARow + 1 : 0;
       connectedAt = undefined;
@@ -313,7 +357,7 @@ export function createBridgeConnection(deps: BridgeConnectionDependencies) {
         logger.error(
           'mqtt: the broker keeps closing the bridge connection soon after it connects: another client probably uses its client id. ' +
             'Two replicas with the same SVC_REPLICA_ID do this: give each its own',
-          { client_id: clientId, connections: shortInARow },
+          { client_id: laneId, connections: shortInARow },
         );
       }
     });
@@ -327,14 +371,19 @@ export function createBridgeConnection(deps: BridgeConnectionDependencies) {
        * broker holds (MQTT 3.8.4): it costs one round trip per connection and never doubles one.
        */
       const subscribeOn = (connection: number, sessionPresent: boolean) => {
-        subscribe(started).then(
+        subscribe(started, lane).then(
           () => {
             if (connection !== connections || !started.connected) return;
-            health?.subscribed(true);
-            // Start-up says where the broker is; a reconnection is news for the operator.
-            const log = up ? logger.info : logger.debug;
-            log.call(logger, 'mqtt: bridge connected', { session_present: sessionPresent, subscribed: true });
-            events.brokerConnected();
+            laneSubscribed(lane);
+            // Start-up says where the broker is; a reconnection is news for the operator, once.
+            const log = up && lane === 0 ? logger.info : logger.debug;
+            log.call(logger, 'mqtt: bridge connected', {
+              session_present: sessionPresent,
+              subscribed: true,
+              ...(laneCount > 1 ? { lane } : {}),
+            });
+            // The first lane speaks for the bridge: the outbox sends again what may have been lost.
+            if (lane === 0) events.brokerConnected();
             if (!up) {
               up = true;
               resolve();
@@ -356,11 +405,27 @@ export function createBridgeConnection(deps: BridgeConnectionDependencies) {
       started.on('connect', (connack) => {
         connections += 1;
         connectedAt = Date.now();
-        health?.connected('messages', true);
+        laneConnected(lane, true);
         subscribeOn(connections, connack.sessionPresent);
       });
-      reportTrouble(started, 'bridge', () => up, reject);
+      reportTrouble(started, 'bridge', () => up, reject, lane);
     });
+  }
+
+  async function stopLanes(force: boolean): Promise<void> {
+    await Promise.all(lanes.map((lane) => lane?.endAsync(force)));
+    lanes.length = 0;
+  }
+
+  /** Every lane connected and subscribed; when one cannot, none is left running. */
+  async function startBridge(): Promise<void> {
+    const starting = Array.from({ length: laneCount }, (_, lane) => startLane(lane));
+    const results = await Promise.allSettled(starting);
+    const failed = results.find((result) => result.status === 'rejected');
+    if (failed) {
+      await stopLanes(true);
+      throw failed.reason;
+    }
   }
 
   return {
@@ -373,18 +438,17 @@ export function createBridgeConnection(deps: BridgeConnectionDependencies) {
       try {
         await startPublisher();
       } catch (error) {
-        await client?.endAsync(true);
+        await stopLanes(true);
         throw error;
       }
     },
 
-    /** Disconnects both connections, then waits for the message in hand. */
+    /** Disconnects every connection, then waits for the messages in hand. */
     async stop(): Promise<void> {
       await publishing?.endAsync();
       publishing = undefined;
-      await client?.endAsync();
-      client = undefined;
-      await handling;
+      await stopLanes(false);
+      await Promise.all(handling);
     },
   };
 }

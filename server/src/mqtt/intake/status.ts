@@ -1,10 +1,10 @@
-/** `status`: the car's last report (host version, installed apps, state) replaces the one kept. */
+/** `status`: the car's newest report (host version, installed apps, state) replaces the one kept. */
 import type { Handler } from '../dispatch.ts';
 import type { IntakeServices } from './services.ts';
 
 export function statusIntake({ carReports, clock }: IntakeServices): Handler<'status'> {
   return async (deviceId, report, seenAt) => {
-    const saved = await carReports.saveStatus(
+    const written = await carReports.saveStatus(
       {
         deviceId,
         hostVersion: report.host_version,
@@ -15,6 +15,7 @@ export function statusIntake({ carReports, clock }: IntakeServices): Handler<'st
       },
       seenAt,
     );
-    return saved ? 'stored' : 'unknown_car';
+    // A report older than the one kept (by the car's own time) changes nothing.
+    return written === 'stale' ? 'ignored' : written;
   };
 }
