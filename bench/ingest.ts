@@ -252,7 +252,13 @@ async function startProbes(order: ProbeOrder): Promise<RunningChild<true, Questi
       results.statusSent += 1;
       let seen = false;
       for (let poll = 0; !seen && performance.now() - published < order.giveUpMs; poll++) {
-        const answer = await callJson(route, { token: order.token });
+        // A poll whose connection failed (read ECONNRESET, seen once on a kept-alive connection
+        // under heavy load) is lost, not the whole run.
+        const answer = await callJson(route, { token: order.token }).catch((error: unknown) => {
+          if (error instanceof TypeError && error.message === 'fetch failed') return undefined;
+          throw error;
+        });
+        if (!answer) continue;
         if (answer.status !== 200) throw new Error(`GET status answered ${answer.status}: ${answer.text}`);
         seen = (answer.body.state as Record<string, unknown> | undefined)?.probe === marker;
         if (!seen) await pause(Math.min(20, 5 * 2 ** poll));
