@@ -81,6 +81,15 @@ export function openServiceStore(
   });
 }
 
+/**
+ * The embedded store's buffer pool. PGlite's Postgres touches its whole pool when it starts, so the
+ * pool is resident from the first second: at initdb's 128 MB it was most of the service's memory
+ * at rest (304 MiB resident for PGlite alone, 178 MiB with 16 MB). A page not in the pool is read
+ * from the operating system's file cache, a system call away: 3,000 single-row inserts and a scan
+ * of a 55 MB table took as long either way (docs/adr/0056).
+ */
+const pgliteSharedBuffers = '16MB';
+
 export function openStore(options: StoreOptions): Db {
   const log = storeLog(options.logger);
   const acquire =
@@ -112,6 +121,7 @@ export function openStore(options: StoreOptions): Db {
     pglite: new PGlite({
       dataDir: options.pgliteDir,
       ...(options.pgliteData ? { loadDataDir: options.pgliteData } : {}),
+      startParams: [...PGlite.defaultStartParams, '-c', `shared_buffers=${pgliteSharedBuffers}`],
     }),
   } as Knex.StaticConnectionConfig;
   return knex({
