@@ -98,15 +98,6 @@ function isServiceClient(clientId: string): boolean {
  */
 const serviceQueueBound: QueueBound = { messages: 100_000, bytes: 256 * 1024 * 1024 };
 
-/**
- * What the broker may have written to one of the service's connections and not yet seen taken,
- * before it waits for that connection (packet-size-guard.ts): about a minute of a large fleet's
- * telemetry, so that the bridge falling behind in a burst slows no car and no other subscriber.
- * Others' connections get nothing of the kind: a car or a connector reads little, and one that
- * stops reading is waited for, not buffered for.
- */
-const serviceUnsentBytes = 64 * 1024 * 1024;
-
 /** Listens on `port` of `host`; the URL clients reach it at (its real port when `port` is 0). */
 async function listen(server: Server, port: number, host: string, scheme: 'mqtt' | 'mqtts'): Promise<string> {
   await new Promise<void>((resolve, reject) => {
@@ -141,10 +132,6 @@ export function createEmbeddedBroker(deps: {
   const signedIn = new WeakMap<Client, SignedIn>();
   /** The clients signed in as each user name, to disconnect on rotation or decommission. */
   const sessions = new Map<string, Set<Client>>();
-  /** The user names in `sessions` that are cars': read on every metrics scrape, so kept, not counted. */
-  let carsSignedIn = 0;
-  /** How many unsent bytes each connection may hold (the service's: `serviceUnsentBytes`). */
-  const unsentAllowances = new WeakMap<object, (bytes: number) => void>();
   let aedes: Aedes | undefined;
   let server: Server | undefined;
   let tlsServer: Server | undefined;
@@ -194,27 +181,14 @@ export function createEmbeddedBroker(deps: {
     }
   }
 
-  /** The user name has no client signed in any longer (or is made to have none). */
-  function endSessions(username: string, clients: Set<Client>, role: BrokerPrincipal['role']): void {
-    if (sessions.get(username) !== clients) return;
-    sessions.delete(username);
-    if (role === 'car') carsSignedIn -= 1;
-  }
-
   function remember(client: Client, session: SignedIn): void {
     signedIn.set(client, session);
-    if (session.principal.role === 'service') unsentAllowances.get(client.conn)?.(serviceUnsentBytes);
-    let clients = sessions.get(session.username);
-    if (!clients) {
-      clients = new Set<Client>();
-      sessions.set(session.username, clients);
-      if (session.principal.role === 'car') carsSignedIn += 1;
-    }
-    const mine = clients;
-    mine.add(client);
+    const clients = sessions.get(session.username) ?? new Set<Client>();
+    sessions.set(session.username, clients);
+    clients.add(client);
     client.conn.once('close', () => {
-      mine.delete(client);
-      if (mine.size === 0) endSessions(session.username, mine, session.principal.role);
+      clients.delete(client);
+      if (clients.size === 0 && sessions.get(session.username) === clients) sessions.delete(session.username);
     });
   }
 
@@ -222,11 +196,8 @@ export function createEmbeddedBroker(deps: {
     cache.delete(username);
     reading.delete(username);
     changes += 1;
-    const clients = sessions.get(username);
-    const first = clients?.values().next().value;
-    const role = first ? signedIn.get(first)?.principal.role : undefined;
-    for (const client of clients ?? []) client.close();
-    if (clients && role) endSessions(username, clients, role);
+    for (const client of sessions.get(username) ?? []) client.close();
+    sessions.delete(username);
   }
 
   const accounts: BrokerAccounts = {
@@ -334,23 +305,14 @@ export function createEmbeddedBroker(deps: {
       const take = (socket: Socket) => {
         connections.add(socket);
         socket.once('close', () => connections.delete(socket));
-        let unsentBytes = 0;
-        const guarded = guardPacketSize(
-          socket,
-          maxPacketBytes,
-          (refusal) => {
-            metrics.refused(refusal.reason);
-            logger.warn('broker connection closed: a packet too large to take, or a malformed one', {
-              reason: refusal.reason,
-              remote: socket.remoteAddress,
-              announced_bytes: refusal.announcedBytes,
-              limit_bytes: maxPacketBytes,
-            });
-          },
-          () => unsentBytes,
-        );
-        unsentAllowances.set(guarded, (bytes) => {
-          unsentBytes = bytes;
+        const guarded = guardPacketSize(socket, maxPacketBytes, (refusal) => {
+          metrics.refused(refusal.reason);
+          logger.warn('broker connection closed: a packet too large to take, or a malformed one', {
+            reason: refusal.reason,
+            remote: socket.remoteAddress,
+            announced_bytes: refusal.announcedBytes,
+            limit_bytes: maxPacketBytes,
+          });
         });
         handle(guarded);
       };
@@ -375,7 +337,12 @@ export function createEmbeddedBroker(deps: {
       return tlsUrl;
     },
     signedInCars() {
-      return carsSignedIn;
+      let cars = 0;
+      for (const clients of sessions.values()) {
+        const client = clients.values().next().value;
+        if (client && signedIn.get(client)?.principal.role === 'car') cars += 1;
+      }
+      return cars;
     },
     async stop() {
       const listeners = [server, tlsServer];
@@ -395,7 +362,6 @@ export function createEmbeddedBroker(deps: {
       for (const socket of connections) socket.destroy();
       await closed;
       sessions.clear();
-      carsSignedIn = 0;
       cache.clear();
     },
   };

@@ -72,39 +72,24 @@ export class PacketSizeReader {
 /**
  * The connection as aedes should see it (aedes takes any Duplex): bytes pass through unchanged,
  * until a packet announces more than `limit`; then `refused` is told and the connection ends.
- *
- * aedes waits for a connection that has a packet it cannot take yet, and while it waits, every
- * message bound for that connection holds one of the broker's hundred places: one slow reader
- * (the bridge, storing as it reads) slows every other subscriber and every publisher. A
- * connection may hold up to `unsentBytes()` written and not yet taken by the client (0: none)
- * before the broker waits for it, as Mosquitto queues for a subscriber up to a bound.
  */
 export function guardPacketSize(
   socket: Socket,
   limit: number,
   refused: (refusal: RefusedPacket) => void,
-  unsentBytes: () => number = () => 0,
 ): Duplex {
   const reader = new PacketSizeReader(limit);
-  const send = (chunk: Buffer, callback: (error?: Error | null) => void) => {
-    if (socket.writableLength + chunk.length > unsentBytes()) {
-      socket.write(chunk, callback);
-      return;
-    }
-    socket.write(chunk);
-    callback();
-  };
   const guarded = new Duplex({
     read() {
       socket.resume();
     },
-    write(chunk: Buffer, _encoding, callback) {
-      send(chunk, callback);
+    write(chunk, encoding, callback) {
+      socket.write(chunk, encoding, callback);
     },
     // mqtt-packet writes a packet in pieces (header, topic, payload) between cork and uncork: they
     // reach the socket as one write, one system call, rather than one each, in turn.
     writev(chunks, callback) {
-      send(Buffer.concat(chunks.map(({ chunk }) => chunk as Buffer)), callback);
+      socket.write(Buffer.concat(chunks.map(({ chunk }) => chunk as Buffer)), callback);
     },
     final(callback) {
       socket.end(callback);
