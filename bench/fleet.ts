@@ -72,7 +72,9 @@ import {
   fleetServiceEnv,
   milestoneSeconds,
   type ProvisioningRecord,
+  type ProvisioningRoute,
   provisionedFleet,
+  provisioningConcurrency,
 } from './support/fleet-provisioning.ts';
 import { type ProbeOrder, type ProbeQuestion, type ProbeResults, startProbes } from './support/probe-cars.ts';
 import {
@@ -251,6 +253,7 @@ interface Settings {
   rounds: number;
   replicas: number[];
   reprovision: boolean;
+  provisioningRoute: ProvisioningRoute;
   databaseUrl: string | undefined;
   cpuProfDir: string | undefined;
 }
@@ -625,6 +628,7 @@ async function run(
     probes: settings.probes,
     databaseUrl: settings.databaseUrl,
     reprovision,
+    route: smokeRun ? 'mosquitto' : settings.provisioningRoute,
     brokerSettings,
     log,
     startService: (env) =>
@@ -675,7 +679,11 @@ function report(results: FleetResult[], settings: Settings): void {
     );
     const steps = provisioning.steps;
     process.stdout.write(
-      `Provisioning through the service (POST /api/v1/admin/cars, 8 at a time), ${result.provisionedNow ? 'measured in this run' : 'kept from an earlier run'}: ` +
+      `${
+        provisioning.route === 'mosquitto'
+          ? `Provisioning through the service on Mosquitto with dynamic security (POST /api/v1/admin/cars, ${provisioningConcurrency} at a time)`
+          : "Provisioning through the service on its embedded broker (POST /api/v1/admin/cars, 8 at a time), then Mosquitto's dynamic-security file written in one go (BENCH_FLEET_PROVISION=file: Mosquitto's own time is NOT in these figures)"
+      }, ${result.provisionedNow ? 'measured in this run' : 'kept from an earlier run'}: ` +
         `${provisioning.date.slice(0, 10)}, Node ${provisioning.node}, ${provisioning.cores} cores, load ${provisioning.loadBefore} before, ${provisioning.loadAfter} after\n\n`,
     );
     /** Seconds per 250 cars over the step that ends at `index`. */
@@ -786,6 +794,13 @@ function report(results: FleetResult[], settings: Settings): void {
   }
 }
 
+function provisioningRoute(): ProvisioningRoute {
+  const route = process.env.BENCH_FLEET_PROVISION?.trim() || 'mosquitto';
+  if (route !== 'mosquitto' && route !== 'file')
+    throw new Error(`BENCH_FLEET_PROVISION is \`mosquitto\` or \`file\`, not "${route}"`);
+  return route;
+}
+
 function settings(): Settings {
   const replicas = (process.env.BENCH_REPLICAS?.trim() || '1,2').split(',').map((text) => {
     const count = Number(text.trim());
@@ -807,6 +822,7 @@ function settings(): Settings {
     rounds: positiveInteger('BENCH_ROUNDS', 3, 1),
     replicas,
     reprovision: process.env.BENCH_FLEET_REPROVISION === '1',
+    provisioningRoute: provisioningRoute(),
     ...storeAndProfileSettings(),
   };
 }

@@ -3,22 +3,41 @@
  * cars' credentials, Mosquitto's dynamic-security file and the service's database (a Postgres
  * database of its own, `svc_bench_fleet_<cars>`, or a PGlite folder), with how long provisioning took.
  */
-import { randomBytes } from 'node:crypto';
+import { execFileSync } from 'node:child_process';
+import { pbkdf2Sync, randomBytes } from 'node:crypto';
 import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { type CarCredential, provisionCars } from '@svc/car-simulator';
+import { validateDeviceId } from '@svc/sdk';
 import knex from 'knex';
-import { startMosquitto } from '../../server/test/support/mosquitto.ts';
+import { hashBrokerSecret } from '../../server/src/broker/credentials.ts';
+import { dynsecAcls } from '../../server/src/broker/mosquitto-dynsec.ts';
+import { grantServiceRole, startMosquitto } from '../../server/test/support/mosquitto.ts';
 import { adminEmail, type Cleanup, type ServiceReady, signInAdmin } from './service.ts';
 
 /** How many cars one provisioning step takes: its time is recorded, so that the growth shows. */
 export const provisioningStep = 250;
+/**
+ * Provisioning requests at once: Mosquitto does each one's two dynamic-security changes in turn
+ * (a write of the whole file each), so more only wait there, and near the service's 10 s
+ * answer time once the file is large.
+ */
+export const provisioningConcurrency = 2;
 /** The fleet sizes whose provisioning time the report gives. */
 export const provisioningMilestones = [1000, 5000, 10_000];
 
+/**
+ * How the fleet was provisioned: `mosquitto`, through the service on Mosquitto, as in production
+ * (what is timed includes Mosquitto's dynamic security); `file`, through the service on its
+ * embedded broker, Mosquitto's dynamic-security file then written from the same credentials in one
+ * go (fleetDynsecFile), a route for the benchmark's own sake: what is timed is the service's work alone.
+ */
+export type ProvisioningRoute = 'mosquitto' | 'file';
+
 export interface ProvisioningRecord {
+  route: ProvisioningRoute;
   /** When it was measured (ISO), on which Node, on how many cores, with what load average around it. */
   date: string;
   node: string;
@@ -65,7 +84,8 @@ const loadAverage = () =>
 export function fleetServiceEnv(
   fleet: ProvisionedFleet,
   databaseUrl: string | undefined,
-  brokerUrl: string,
+  /** Mosquitto; undefined for the service's embedded broker. */
+  brokerUrl: string | undefined,
   cleanups: Cleanup[],
 ): Record<string, string> {
   const env: Record<string, string> = {
@@ -74,9 +94,13 @@ export function fleetServiceEnv(
     METRICS_PORT: '0',
     SVC_ADMIN_EMAILS: adminEmail,
     SVC_KEY_ENCRYPTION_KEY: fleet.keyEncryptionKey,
-    MQTT_URL: brokerUrl,
-    MQTT_USERNAME: fleet.brokerAdmin.username,
-    MQTT_PASSWORD: fleet.brokerAdmin.password,
+    ...(brokerUrl
+      ? {
+          MQTT_URL: brokerUrl,
+          MQTT_USERNAME: fleet.brokerAdmin.username,
+          MQTT_PASSWORD: fleet.brokerAdmin.password,
+        }
+      : { MQTT_PORT: '0' }),
   };
   if ('database' in fleet.store) {
     if (!databaseUrl) throw new Error('this fleet was provisioned on Postgres: set DATABASE_URL');
@@ -140,7 +164,7 @@ async function keptFleet(
 /**
  * The fleet of `cars` (+ `probes`) cars: the one kept in `folder` when it is there and whole (unless
  * `reprovision`), else provisioned now through the service, one car a request as an operator's
- * script would (`POST /api/v1/admin/cars`, eight at a time), timed every `provisioningStep` cars, and
+ * script would (`POST /api/v1/admin/cars`, two at a time), timed every `provisioningStep` cars, and
  * kept. `startService` runs the service in a child process.
  */
 export async function provisionedFleet(options: {
@@ -149,6 +173,7 @@ export async function provisionedFleet(options: {
   probes: number;
   databaseUrl: string | undefined;
   reprovision: boolean;
+  route: ProvisioningRoute;
   startService: StartService;
   /** A broker's settings beyond the tests' (bench:fleet's connection bounds). */
   brokerSettings: string[];
@@ -175,16 +200,18 @@ export async function provisionedFleet(options: {
       await server.raw('create database ??', [store.database]);
     });
   }
-  const mosquitto = await startMosquitto({ settings: options.brokerSettings });
-  const stops: Cleanup[] = [() => mosquitto.stop()];
+  const mosquitto =
+    options.route === 'mosquitto' ? await startMosquitto({ settings: options.brokerSettings }) : undefined;
+  const stops: Cleanup[] = mosquitto ? [() => mosquitto.stop()] : [];
   try {
     const fleet: ProvisionedFleet = {
       cars: [],
       probes: [],
       store,
       keyEncryptionKey: randomBytes(32).toString('base64'),
-      brokerAdmin: mosquitto.admin,
+      brokerAdmin: mosquitto?.admin ?? { username: 'svc-admin', password: randomBytes(18).toString('hex') },
       provisioning: {
+        route: options.route,
         date: new Date().toISOString(),
         node: process.versions.node,
         cores: cpus().length,
@@ -193,7 +220,7 @@ export async function provisionedFleet(options: {
         steps: [],
       },
     };
-    const service = await options.startService(fleetServiceEnv(fleet, databaseUrl, mosquitto.url, stops));
+    const service = await options.startService(fleetServiceEnv(fleet, databaseUrl, mosquitto?.url, stops));
     stops.unshift(() => service.stop());
     const token = await signInAdmin(service.ready);
     const total = options.cars + options.probes;
@@ -202,7 +229,13 @@ export async function provisionedFleet(options: {
     while (credentials.length < total) {
       const count = Math.min(provisioningStep, total - credentials.length);
       credentials.push(
-        ...(await provisionCars({ apiUrl: service.ready.url, token, count, brand: 'brand_a' })),
+        ...(await provisionCars({
+          apiUrl: service.ready.url,
+          token,
+          count,
+          brand: 'brand_a',
+          concurrency: mosquitto ? provisioningConcurrency : undefined,
+        })),
       );
       const seconds = (performance.now() - started) / 1000;
       fleet.provisioning.steps.push({ cars: credentials.length, seconds });
@@ -212,13 +245,59 @@ export async function provisionedFleet(options: {
     fleet.provisioning.loadAfter = loadAverage();
     fleet.cars = credentials.slice(0, options.cars);
     fleet.probes = credentials.slice(options.cars);
-    // Mosquitto wrote the file before it answered the last command: it holds every car.
-    copyFileSync(mosquitto.dynsecFile, dynsecFile);
+    if (mosquitto) {
+      // Mosquitto wrote the file before it answered the last command: it holds every car.
+      copyFileSync(mosquitto.dynsecFile, dynsecFile);
+    } else {
+      writeFleetDynsecFile(dynsecFile, fleet.brokerAdmin, credentials);
+      log(`wrote Mosquitto's dynamic-security file for the ${total} cars`);
+    }
     writeFileSync(join(folder, 'fleet.json'), JSON.stringify(fleet), { mode: 0o600 });
     return { folder, dynsecFile, fleet, reused: false };
   } finally {
     for (const stop of stops) await stop();
   }
+}
+
+/**
+ * Mosquitto 2.0's dynamic-security file for `cars`, as the service's provisioning makes it through
+ * the control API (mosquitto-dynsec.ts): per car a client pinned to its device id, whose
+ * description records its password's hash, and a role with its row of the ACL table; the password
+ * as the plugin keeps it (PBKDF2-SHA512, 101 iterations, 12 bytes of salt). Written once instead
+ * of once per change. The service checks it at start (its broker-credential sync lists every
+ * client and compares the hashes with Postgres), and every car signing in checks its password.
+ */
+function writeFleetDynsecFile(
+  file: string,
+  admin: { username: string; password: string },
+  cars: CarCredential[],
+): void {
+  execFileSync('mosquitto_ctrl', ['dynsec', 'init', file, admin.username, admin.password], {
+    stdio: 'ignore',
+  });
+  grantServiceRole(file, admin.username);
+  const config = JSON.parse(readFileSync(file, 'utf8')) as { clients: unknown[]; roles: unknown[] };
+  for (const car of cars) {
+    const { brand, nativeId } = validateDeviceId(car.deviceId);
+    const salt = randomBytes(12);
+    config.clients.push({
+      username: car.deviceId,
+      clientid: car.deviceId,
+      textdescription: `svc credential sha256:${hashBrokerSecret(car.password)}`,
+      roles: [{ rolename: car.deviceId }],
+      password: pbkdf2Sync(car.password, salt, 101, 64, 'sha512').toString('base64'),
+      salt: salt.toString('base64'),
+      iterations: 101,
+    });
+    config.roles.push({
+      rolename: car.deviceId,
+      acls: dynsecAcls({ username: car.deviceId, role: 'car', brand, nativeId }).map((acl) => ({
+        ...acl,
+        priority: 0,
+      })),
+    });
+  }
+  writeFileSync(file, JSON.stringify(config));
 }
 
 /** The kept fleet's folder: BENCH_FLEET_CACHE, else under node_modules/.cache. */
