@@ -42,7 +42,8 @@
  * limit (`ulimit -n`), which must exceed the fleet; the bench says so before it starts.
  *
  * Settings (environment): BENCH_CARS (10000; smoke 50), BENCH_PROBES (4), BENCH_FLEET_PROCESSES
- * (4), BENCH_CONNECT_SPREAD seconds (30), BENCH_TELEMETRY_MS (5000), BENCH_STATUS_MS (60000),
+ * (4), BENCH_CONNECT_SPREAD seconds (30), BENCH_ONLINE_WAIT seconds after it for every car to show
+ * `online` (600), BENCH_TELEMETRY_MS (5000), BENCH_STATUS_MS (60000),
  * BENCH_WARMUP seconds (10), BENCH_DURATION seconds (60), BENCH_DRAIN seconds (120),
  * BENCH_COMMAND_CARS (100), BENCH_ROUNDS command rounds a path (3), BENCH_REPLICAS (`1,2`),
  * BENCH_FLEET_CACHE (node_modules/.cache/svc-bench-fleet), BENCH_FLEET_REPROVISION=1 to provision
@@ -244,6 +245,8 @@ interface Settings {
   probes: number;
   processes: number;
   connectSpreadS: number;
+  /** How long after the connections' spread every car may take to show `online` before the bench goes on without. */
+  onlineWaitS: number;
   telemetryEveryMs: number;
   statusEveryMs: number;
   warmup: number;
@@ -318,13 +321,17 @@ function brokerUsage(pid: number | undefined): ProcessUsage {
   return { rssBytes: kib('VmRSS'), peakRssBytes: kib('VmHWM'), cpuMicros: ticks * 10_000 };
 }
 
-/** Messages the bridges stored, summed over the service processes. */
+/**
+ * Messages the bridges took, summed over the service processes: stored, or found older (by the
+ * car's own time) than the one kept, as the bridge may when two replicas take one car's reports.
+ */
 async function storedCounts(metricsUrls: string[]) {
   const counts = { status: 0, telemetry: 0, presence: 0 };
   for (const url of metricsUrls) {
     const metrics = await (await fetch(url)).text();
     for (const suffix of ['status', 'telemetry', 'presence'] as const)
-      counts[suffix] += sample(metrics, 'svc_mqtt_messages_total', { suffix, outcome: 'stored' });
+      for (const outcome of ['stored', 'ignored'])
+        counts[suffix] += sample(metrics, 'svc_mqtt_messages_total', { suffix, outcome });
   }
   return counts;
 }
@@ -447,7 +454,7 @@ async function runReplicas(
 
   // Every car `online` in the API.
   const fleetIds = new Set(fleet.cars.map((car) => car.deviceId));
-  const giveUp = connecting + (settings.connectSpreadS + 180) * 1000;
+  const giveUp = connecting + (settings.connectSpreadS + settings.onlineWaitS) * 1000;
   let online = 0;
   let onlineAt = Number.NaN;
   let lastLog = 0;
@@ -802,17 +809,19 @@ function provisioningRoute(): ProvisioningRoute {
 }
 
 function settings(): Settings {
-  const replicas = (process.env.BENCH_REPLICAS?.trim() || '1,2').split(',').map((text) => {
+  // `0`: provision (or check) the kept fleet and measure nothing else.
+  const replicas = (process.env.BENCH_REPLICAS?.trim() || '1,2').split(',').flatMap((text) => {
     const count = Number(text.trim());
-    if (!Number.isSafeInteger(count) || count < 1)
-      throw new Error(`BENCH_REPLICAS lists counts like 1,2, not "${text}"`);
-    return count;
+    if (!Number.isSafeInteger(count) || count < 0)
+      throw new Error(`BENCH_REPLICAS lists counts like 1,2 (or 0), not "${text}"`);
+    return count === 0 ? [] : [count];
   });
   return {
     cars: positiveInteger('BENCH_CARS', 10_000, 50),
     probes: positiveInteger('BENCH_PROBES', 4, 1),
     processes: positiveInteger('BENCH_FLEET_PROCESSES', 4, 2),
     connectSpreadS: positiveInteger('BENCH_CONNECT_SPREAD', 30, 2),
+    onlineWaitS: positiveInteger('BENCH_ONLINE_WAIT', 600, 60),
     telemetryEveryMs: positiveInteger('BENCH_TELEMETRY_MS', 5000, 1000),
     statusEveryMs: positiveInteger('BENCH_STATUS_MS', 60_000, 2000),
     warmup: positiveInteger('BENCH_WARMUP', 10, 1),

@@ -163,14 +163,13 @@ export async function startMeasurer(
   }
 
   /** POST to the command's `updated_at` as `completed`, in ms, read once the service says so. */
-  async function readCompletion(trip: ServiceTrip): Promise<number | string> {
-    const deadline = performance.now() + giveUpMs;
+  async function readCompletion(trip: ServiceTrip, deadline: number): Promise<number | string> {
     for (;;) {
       const read = await callJson(trip.url, { token: order.token });
       reads += 1;
       if (read.body.state === 'completed') return Date.parse(String(read.body.updated_at)) - trip.startedAt;
       if (read.status !== 200 || performance.now() > deadline) {
-        return `GET ${trip.url} answered ${read.status}: ${read.text}`;
+        return `GET ${trip.url} answered ${read.status}: ${read.text.slice(0, 200)}`;
       }
       await pause(pollMs);
     }
@@ -193,9 +192,11 @@ export async function startMeasurer(
           else trips.push(outcome);
         }),
       );
-      // Read after the round, so that asking does not load the service while it works.
+      // Read after the round, so that asking does not load the service while it works; one deadline
+      // for them all, so that a service far behind costs a round 30 s, not 30 s a command.
+      const readDeadline = performance.now() + giveUpMs;
       for (const trip of trips) {
-        const delay = await readCompletion(trip).catch(errorText);
+        const delay = await readCompletion(trip, readDeadline).catch(errorText);
         if (typeof delay === 'number') result.delaysMs.push(delay);
         else result.failures.push(delay);
       }
@@ -269,10 +270,14 @@ export async function measureCommandRounds(options: {
         bareAcks += 2 * result.delaysMs.length;
         const roundEnd = performance.now();
         while ((await bareAcksHandled()) < bareAcks) {
-          if (performance.now() - roundEnd > giveUpMs)
-            throw new Error(
-              `${label}: the bridge handled ${await bareAcksHandled()} of ${bareAcks} bare acknowledgements`,
+          if (performance.now() - roundEnd > giveUpMs) {
+            // A bridge that far behind (bench:fleet, a fleet it cannot keep up with) is itself the
+            // finding: the next round goes on, and the catch-up reports the wait.
+            process.stderr.write(
+              `${label}: the bridge handled ${await bareAcksHandled()} of ${bareAcks} bare acknowledgements in ${giveUpMs / 1000} s; going on\n`,
             );
+            break;
+          }
           await pause(20);
         }
         if (pair > 0) catchingUpMs.push(performance.now() - roundEnd);
