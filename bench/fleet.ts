@@ -50,14 +50,14 @@
  * again, DATABASE_URL (Postgres; without it PGlite and one replica), BENCH_CPU_PROF. A smoke run
  * (BENCH_SMOKE=1) provisions a small fleet of its own and throws it away.
  */
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { appendFileSync, mkdtempSync, readFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { type CarCredential, type Simulator, startSimulator } from '@svc/car-simulator';
 import { sample } from '../server/test/support/metrics.ts';
 import { startMosquitto } from '../server/test/support/mosquitto.ts';
-import { type Child, type RunningChild, spawnChild } from './support/children.ts';
+import { type Child, errorText, type RunningChild, spawnChild } from './support/children.ts';
 import {
   type MeasureOrder,
   measureCommandRounds,
@@ -362,6 +362,27 @@ function randomCars(cars: CarCredential[], count: number): string[] {
   return ids.slice(0, count);
 }
 
+/** How long a child may take to stop before it is killed (a service stopping with a bridge far behind). */
+const stopWaitMs = 60_000;
+
+/** Stops `child`, or kills it when it has not ended within stopWaitMs; says which. */
+function stopOrKill(child: Child<unknown, never, unknown>, name: string): Cleanup {
+  return async () => {
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<'late'>((resolve) => {
+      timer = setTimeout(() => resolve('late'), stopWaitMs);
+    });
+    const ended = await Promise.race([child.stop().then(() => 'stopped' as const), late]);
+    clearTimeout(timer);
+    if (ended === 'late') {
+      process.stderr.write(
+        `fleet: the ${name} process did not stop within ${stopWaitMs / 1000} s: killed (its log: ${child.logFile})\n`,
+      );
+      child.kill();
+    }
+  };
+}
+
 /** One configuration: `replicas` service processes on the kept fleet, from a fresh broker to the drain. */
 async function runReplicas(
   replicas: number,
@@ -399,7 +420,7 @@ async function runReplicas(
       `serve-${index + 1}`,
       true,
     );
-    cleanups.unshift(() => service.stop());
+    cleanups.unshift(stopOrKill(service, `serve-${index + 1}`));
     services.push(service);
   }
   const serviceStartS = (performance.now() - serviceStarted) / 1000;
@@ -411,7 +432,7 @@ async function runReplicas(
   const counter = await spawn<CountOrder, true, unknown, StreamCounts>('count', {
     signIn: privilegedSignIn(mosquitto.url, first.ready, mosquitto, 'bench-counter'),
   });
-  cleanups.unshift(() => counter.stop());
+  cleanups.unshift(stopOrKill(counter, 'count'));
 
   // The cars, split over processes, connecting evenly over the spread.
   const shards = Array.from({ length: settings.processes }, (_, shard) =>
@@ -437,7 +458,7 @@ async function runReplicas(
         `cars-${shard + 1}`,
       );
       fleetChildren.push(child);
-      cleanups.unshift(() => child.stop());
+      cleanups.unshift(stopOrKill(child, `cars-${shard + 1}`));
       return child.ready;
     }),
   );
@@ -490,7 +511,7 @@ async function runReplicas(
     cars: fleet.probes,
     giveUpMs: 10_000,
   });
-  cleanups.unshift(() => probes.stop());
+  cleanups.unshift(stopOrKill(probes, 'probe'));
   const measurer = await spawn<MeasureOrder, true, RoundOrder, RoundResult>('measure', {
     apiUrl,
     token,
@@ -498,7 +519,7 @@ async function runReplicas(
     deviceIds: randomCars(fleet.cars, settings.commandCars),
     spreadMs: 1000,
   });
-  cleanups.unshift(() => measurer.stop());
+  cleanups.unshift(stopOrKill(measurer, 'measure'));
 
   log(`warming up ${settings.warmup} s, then measuring ${settings.duration} s`);
   await pause(settings.warmup * 1000);
@@ -654,12 +675,20 @@ async function run(
       skipped.push(`${replicas} replicas: they share one Postgres (DATABASE_URL); PGlite is one process's`);
       continue;
     }
-    // Each configuration's processes end before the next starts.
+    // Each configuration's processes end before the next starts; one that fails to end loses no figures.
     const own: Cleanup[] = [];
     try {
-      runs.push(await runReplicas(replicas, cache, settings, own));
+      const row = await runReplicas(replicas, cache, settings, own);
+      runs.push(row);
+      // Kept as measured, in case a later configuration fails the run.
+      appendFileSync(
+        join(cache.folder, 'measured.jsonl'),
+        `${JSON.stringify({ date: new Date().toISOString(), node: process.versions.node, settings, row })}\n`,
+      );
+      log(`${replicas} replica(s) measured: ${JSON.stringify(row)}`);
     } finally {
-      for (const cleanup of own) await cleanup();
+      for (const cleanup of own)
+        await cleanup().catch((error: unknown) => log(`a cleanup failed: ${errorText(error)}`));
     }
   }
   return {
