@@ -46,35 +46,26 @@
  * cars sent, and a status shows within 1 s at p99.
  */
 import { performance } from 'node:perf_hooks';
-import { type CarCredential, provisionCars, startSimulator } from '@svc/car-simulator';
-import mqtt, { type IClientOptions, type MqttClient } from 'mqtt';
-import {
-  type CarStatusReport,
-  carTopic,
-  carTopicFilter,
-  carTopicQos,
-  parseCarTopic,
-  serviceReceives,
-} from '../generated/mqtt.ts';
+import { provisionCars, startSimulator } from '@svc/car-simulator';
 import type { Db } from '../server/src/store/db.ts';
 import { sample } from '../server/test/support/metrics.ts';
 import { busyCoresSetting, keepCoresBusy } from './support/busy-cores.ts';
-import { errorText, type RunningChild, spawnChild } from './support/children.ts';
+import { type RunningChild, spawnChild } from './support/children.ts';
 import { type MemoryBreakdown, memoryBreakdown } from './support/memory.ts';
+import { type ProbeOrder, type ProbeResults, startProbes } from './support/probe-cars.ts';
 import {
   type Cleanup,
   type Configuration,
-  callJson,
   prepareConfiguration,
   privilegedSignIn,
   runBench,
   type ServiceReady,
-  type SignIn,
   signInAdmin,
   startService,
   storeAndProfileSettings,
 } from './support/service.ts';
 import { pause, percentile, positiveInteger } from './support/settings.ts';
+import { type CountOrder, type StreamCounts, startCounter } from './support/stream-counter.ts';
 import { printTable } from './table.ts';
 
 /** Issue 29: at the rate where the bare subscriber saturates, the service stores ≥ 0.8× what it receives. */
@@ -98,16 +89,6 @@ interface ServiceCounts {
   peakRssBytes: number;
   /** What the resident set is made of, when asked. */
   memory?: MemoryBreakdown;
-}
-
-/** Parent → counter child. */
-interface CountOrder {
-  signIn: SignIn;
-}
-
-interface StreamCounts {
-  status: number;
-  telemetry: number;
 }
 
 /** Parent → child: what it has counted so far. */
@@ -159,145 +140,8 @@ async function serve({ env }: ServeOrder): Promise<RunningChild<ServiceReady, Qu
   };
 }
 
-/** The baseline: the bridge's subscriptions, at its QoS, and a count of status and telemetry. */
-async function startCounter({ signIn }: CountOrder): Promise<RunningChild<true, Question, StreamCounts>> {
-  const counts: StreamCounts = { status: 0, telemetry: 0 };
-  const options: IClientOptions = {
-    username: signIn.username,
-    password: signIn.password,
-    clientId: signIn.clientId,
-    protocolVersion: signIn.protocolVersion,
-    clean: true,
-    reconnectPeriod: 0,
-  };
-  const client = await mqtt.connectAsync(signIn.url, options);
-  client.on('message', (topic) => {
-    const suffix = parseCarTopic(topic)?.suffix;
-    if (suffix === 'status' || suffix === 'telemetry') counts[suffix] += 1;
-  });
-  const granted = await client.subscribeAsync(
-    Object.fromEntries(
-      serviceReceives.map((suffix) => [carTopicFilter(suffix), { qos: carTopicQos[suffix] }]),
-    ),
-  );
-  const refused = granted.filter((grant) => grant.qos >= 0x80);
-  if (refused.length > 0)
-    throw new Error(`the broker refused ${refused.map((grant) => grant.topic).join(', ')}`);
-  return {
-    ready: true,
-    answer: async () => ({ ...counts }),
-    stop: () => client.endAsync(),
-  };
-}
-
 // ---------------------------------------------------------------------------------------------
 // Parent: children, the fleet, the probes, the report.
-
-/** Parent → probe child. */
-interface ProbeOrder {
-  mqttUrl: string;
-  apiUrl: string;
-  token: string;
-  cars: CarCredential[];
-  /** How long a marker may take to show before it counts as unseen. */
-  giveUpMs: number;
-}
-
-interface ProbeResults {
-  /** Status reports the broker acknowledged. */
-  statusSent: number;
-  /** Since the last reset, publish to shown, in ms. */
-  delaysMs: number[];
-  /** Markers that never showed within `giveUpMs`. */
-  unseen: number;
-}
-
-/**
- * Probe cars, in a process of their own so that the fleet's busy event loop does not add to the
- * delays: each publishes a status with a fresh marker, polls the read route until it shows it,
- * rests 100 ms, and again, until told to finish.
- */
-async function startProbes(order: ProbeOrder): Promise<RunningChild<true, Question, ProbeResults>> {
-  const results: ProbeResults = { statusSent: 0, delaysMs: [], unseen: 0 };
-  let finishing = false;
-  const clients: MqttClient[] = [];
-  for (const car of order.cars) {
-    clients.push(
-      await mqtt.connectAsync(order.mqttUrl, {
-        clientId: car.deviceId,
-        username: car.deviceId,
-        password: car.password,
-        protocolVersion: 4,
-        reconnectPeriod: 0,
-      }),
-    );
-  }
-  async function probe(car: CarCredential, client: MqttClient, index: number): Promise<void> {
-    const [brand, nativeId] = car.deviceId.split(':') as [CarStatusReport['brand'], string];
-    const route = `${order.apiUrl}/api/v1/cars/${encodeURIComponent(car.deviceId)}/status`;
-    for (let round = 0; !finishing; round++) {
-      const marker = `${index}-${round}`;
-      const report: CarStatusReport = {
-        device_id: car.deviceId,
-        brand,
-        reported_at: new Date().toISOString(),
-        host_version: '2.14.0',
-        state: { ignition: true, probe: marker },
-        installed_apps: [],
-      };
-      const published = performance.now();
-      await client.publishAsync(carTopic(brand, nativeId, 'status'), JSON.stringify(report), {
-        qos: carTopicQos.status,
-      });
-      results.statusSent += 1;
-      let seen = false;
-      for (let poll = 0; !seen && performance.now() - published < order.giveUpMs; poll++) {
-        // A poll whose connection failed (read ECONNRESET, seen once on a kept-alive connection
-        // under heavy load) is lost, not the whole run.
-        const answer = await callJson(route, { token: order.token }).catch((error: unknown) => {
-          if (error instanceof TypeError && error.message === 'fetch failed') return undefined;
-          throw error;
-        });
-        if (!answer) continue;
-        if (answer.status !== 200) throw new Error(`GET status answered ${answer.status}: ${answer.text}`);
-        seen = (answer.body.state as Record<string, unknown> | undefined)?.probe === marker;
-        if (!seen) await pause(Math.min(20, 5 * 2 ** poll));
-      }
-      if (seen) results.delaysMs.push(performance.now() - published);
-      else results.unseen += 1;
-      await pause(100);
-    }
-  }
-  const probing = Promise.all(
-    order.cars.map((car, index) => probe(car, clients[index] as MqttClient, index)),
-  );
-  // A probe that fails fails the run: its question is answered by the exit.
-  probing.catch((error: unknown) => {
-    process.stderr.write(`${errorText(error)}\n`);
-    process.exit(1);
-  });
-  let stopped: Promise<void> | undefined;
-  const stop = () => {
-    finishing = true;
-    stopped ??= probing.then(async () => {
-      await Promise.all(clients.map((client) => client.endAsync()));
-    });
-    return stopped;
-  };
-  return {
-    ready: true,
-    async answer({ reset, finish }) {
-      if (finish) await stop();
-      const counted = { ...results, delaysMs: [...results.delaysMs] };
-      if (reset) {
-        results.delaysMs = [];
-        results.unseen = 0;
-      }
-      return counted;
-    },
-    stop,
-  };
-}
 
 interface Settings {
   cars: number;

@@ -66,6 +66,8 @@ export interface Child<Ready, Question, Reply> {
   ready: Ready;
   ask(question: Question): Promise<Reply>;
   stop(): Promise<void>;
+  /** Ends it at once (SIGKILL), for one whose stop does not end. */
+  kill(): void;
   logFile: string;
 }
 
@@ -124,6 +126,9 @@ export async function spawnChild<Order, Ready, Question, Reply>(
       });
       if (child.connected) child.send({ ...question, id } satisfies Asked<Question>);
       return Promise.race([answered, failedEarly]);
+    },
+    kill() {
+      child.kill('SIGKILL');
     },
     async stop() {
       if (child.connected) child.disconnect();

@@ -40,6 +40,8 @@ export interface ServiceReady {
 /** The service as main.ts starts it, in this (child) process, on the store its `env` names. */
 export async function startService(
   env: Record<string, string>,
+  /** Done on the store before the service starts (bench:fleet forgets what its cars sent last time). */
+  beforeStart?: (db: Db) => Promise<void>,
 ): Promise<{ ready: ServiceReady; db: Db; stop(): Promise<void> }> {
   const config: Config = { ...loadConfig(env), validateResponses: false };
   const logger = createLogger();
@@ -50,6 +52,7 @@ export async function startService(
     statementTimeoutMs: config.databaseStatementTimeoutMs,
     logger,
   });
+  await beforeStart?.(db);
   const app = createApp(config, { db, logger });
   const started = await app.start();
   return {
@@ -81,22 +84,28 @@ export async function callJson(url: string, init: { method?: string; token?: str
   return { status: response.status, text, body: text ? (JSON.parse(text) as Record<string, unknown>) : {} };
 }
 
-/** Signs the listed admin up and claims their code, as the operator would; returns a token. */
+/**
+ * Signs the listed admin up and claims their code, as the operator would; returns a token. On a
+ * database kept from an earlier run (bench:fleet's) the admin is there already: it only signs in.
+ */
 export async function signInAdmin(service: ServiceReady): Promise<string> {
   const password = 'correct horse battery staple';
   const code = service.adminCodes.find((issued) => issued.email === adminEmail)?.code;
-  if (!code) throw new Error(`the service issued no admin code for ${adminEmail}`);
   const signup = await callJson(`${service.url}/api/v1/account/signup`, {
     method: 'POST',
     body: { email: adminEmail, password, name: 'Bench' },
   });
-  if (signup.status !== 201) throw new Error(`sign-up answered ${signup.status}: ${signup.text}`);
+  const signedUpBefore = signup.status === 409 && !code;
+  if (signup.status !== 201 && !signedUpBefore)
+    throw new Error(`sign-up answered ${signup.status}: ${signup.text}`);
+  if (!code && !signedUpBefore) throw new Error(`the service issued no admin code for ${adminEmail}`);
   const session = await callJson(`${service.url}/api/v1/account/sessions`, {
     method: 'POST',
     body: { email: adminEmail, password },
   });
   const token = session.body.access_token;
   if (typeof token !== 'string') throw new Error(`sign-in answered ${session.status}: ${session.text}`);
+  if (!code) return token;
   const claim = await callJson(`${service.url}/api/v1/account/admin-claims`, {
     method: 'POST',
     token,

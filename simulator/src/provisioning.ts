@@ -11,6 +11,12 @@ export interface ProvisionOptions {
   count: number;
   brand: Brand;
   fetch?: typeof globalThis.fetch;
+  /**
+   * Requests at once; default 8. A broker that does each provisioning's work one at a time
+   * (Mosquitto's dynamic security writes its file after every change) gains nothing from more, and
+   * each one waiting longer risks the service's 503 for a broker slow to answer.
+   */
+  concurrency?: number;
 }
 
 /** Stays under the service's rate limits while not making a large fleet wait long. */
@@ -65,7 +71,12 @@ export async function provisionCars(options: ProvisionOptions): Promise<CarCrede
       }
     }
   }
-  await Promise.all(Array.from({ length: Math.min(concurrentRequests, Math.max(1, options.count)) }, lane));
+  await Promise.all(
+    Array.from(
+      { length: Math.min(options.concurrency ?? concurrentRequests, Math.max(1, options.count)) },
+      lane,
+    ),
+  );
   if (failure) throw failure;
   return credentials;
 }

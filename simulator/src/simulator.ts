@@ -31,6 +31,12 @@ export interface SimulatorOptions {
   clock?: () => Date;
   /** How many cars connect at the same time; default 20, so that a large fleet does not flood the broker's accept queue. */
   connectConcurrency?: number;
+  /**
+   * Spreads the connections evenly over this long (car i starts connecting at i/n of it), as a
+   * fleet coming back after a broker restart would, rather than all as fast as
+   * `connectConcurrency` lets them; default 0.
+   */
+  connectSpreadMs?: number;
   /** Default 10 s. */
   connectTimeoutMs?: number;
   /** Default 1 s. */
@@ -77,10 +83,16 @@ export async function startSimulator(options: SimulatorOptions): Promise<Simulat
     everyCarRefused = resolve;
   });
 
+  const spreadMs = options.connectSpreadMs ?? 0;
+  const spreadFrom = performance.now();
+
   async function startNext(): Promise<void> {
     while (failure === undefined && next < total) {
       const index = next++;
       const credential = options.cars[index] as CarCredential;
+      const due = spreadFrom + (spreadMs * index) / total;
+      if (due > performance.now())
+        await new Promise((resolve) => setTimeout(resolve, due - performance.now()));
       try {
         started[index] = await SimulatedCar.start({
           mqttUrl: options.mqttUrl ?? defaultMqttUrl,

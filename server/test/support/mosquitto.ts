@@ -8,7 +8,7 @@
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, connect as tcpConnect } from 'node:net';
 import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
@@ -22,6 +22,8 @@ export interface TestMosquitto {
   url: string;
   /** Made by `dynsec init`: the admin role, plus the service's row of the ACL table (see below). */
   admin: { username: string; password: string };
+  /** The dynamic-security file it reads, and writes on every change. */
+  dynsecFile: string;
   /** Kills the broker at once (SIGKILL): no will is sent, every connection is cut. */
   kill(): Promise<void>;
   /** Starts it again, on the same port with the same dynamic-security file. */
@@ -32,6 +34,8 @@ export interface TestMosquitto {
    */
   restart(): Promise<void>;
   stop(): Promise<void>;
+  /** The running broker's process id (undefined while it is down), e.g. to read its memory. */
+  pid(): number | undefined;
 }
 
 /** A port of 127.0.0.1 free just now (a test gives it to a server that must keep it across restarts). */
@@ -72,15 +76,29 @@ export async function startMosquitto(
     persistence?: boolean;
     /** Give the admin account the service's row (the `svc-bridge` role of docs/operating.md); default true. */
     serviceRole?: boolean;
+    /**
+     * Start from a copy of this dynamic-security file (one a broker of this kind wrote, with the
+     * service's role) whose admin is `admin`, rather than a new one: a fleet provisioned before.
+     */
+    dynsec?: { file: string; admin: { username: string; password: string } };
+    /** More lines for mosquitto.conf (a benchmark's bounds). */
+    settings?: string[];
   } = {},
 ): Promise<TestMosquitto> {
   const dir = mkdtempSync(join(tmpdir(), 'svc-mosquitto-'));
-  const admin = { username: 'svc-admin', password: randomBytes(18).toString('hex') };
+  const admin = options.dynsec?.admin ?? {
+    username: 'svc-admin',
+    password: randomBytes(18).toString('hex'),
+  };
   const dynsecFile = join(dir, 'dynsec.json');
-  execFileSync('mosquitto_ctrl', ['dynsec', 'init', dynsecFile, admin.username, admin.password], {
-    stdio: 'ignore',
-  });
-  if (options.serviceRole !== false) grantServiceRole(dynsecFile, admin.username);
+  if (options.dynsec) {
+    copyFileSync(options.dynsec.file, dynsecFile);
+  } else {
+    execFileSync('mosquitto_ctrl', ['dynsec', 'init', dynsecFile, admin.username, admin.password], {
+      stdio: 'ignore',
+    });
+    if (options.serviceRole !== false) grantServiceRole(dynsecFile, admin.username);
+  }
   const port = await freePort();
   const configFile = join(dir, 'mosquitto.conf');
   writeFileSync(
@@ -101,6 +119,7 @@ export async function startMosquitto(
       `user ${userInfo().username}`,
       `plugin ${dynsecPlugin}`,
       `plugin_opt_config_file ${dynsecFile}`,
+      ...(options.settings ?? []),
       'log_dest stderr',
       'log_type error',
       'log_type warning',
@@ -141,7 +160,8 @@ export async function startMosquitto(
     await end('SIGTERM');
     await launch();
   };
-  return { url, admin, stop, kill: () => end('SIGKILL'), start: launch, restart };
+  const pid = () => (child?.exitCode === null && child.signalCode === null ? child.pid : undefined);
+  return { url, admin, dynsecFile, stop, kill: () => end('SIGKILL'), start: launch, restart, pid };
 }
 
 /**
