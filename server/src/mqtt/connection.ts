@@ -158,8 +158,10 @@ export function createBridgeConnection(deps: BridgeConnectionDependencies) {
   const lanesSubscribed = new Set<number>();
   /** The connection the outbox publishes on. */
   let publishing: MqttClient | undefined;
-  // The message each lane is handling, so that stop waits for them before the store closes.
+  // The message each lane is handling, and the retained replays being stored, so that stop waits
+  // for them before the store closes.
   const handling: Promise<void>[] = [];
+  const replaying = new Set<Promise<boolean>>();
   /** Publications waiting for their PUBACK, failed at once when the connection closes. */
   const awaitingPuback = new Set<(error: Error) => void>();
 
@@ -338,7 +340,18 @@ export function createBridgeConnection(deps: BridgeConnectionDependencies) {
     const started = mqtt.connect(connection.url, options);
     lanes[lane] = started;
     started.handleMessage = (packet, done) => {
-      handling[lane] = dispatch(packet).then((acknowledge) => {
+      const handled = dispatch(packet);
+      if (packet.retain) {
+        // A retained message replayed on subscribing stays with the broker whatever becomes of it
+        // here (a crash before it is stored replays it at the next start), so it is taken at once
+        // and stored in the background: a fleet's replay (two per car) goes into the store in
+        // groups instead of one round trip each, holding this connection's stream for minutes.
+        replaying.add(handled);
+        void handled.finally(() => replaying.delete(handled));
+        done();
+        return;
+      }
+      handling[lane] = handled.then((acknowledge) => {
         if (acknowledge) done();
       });
     };
@@ -448,7 +461,7 @@ export function createBridgeConnection(deps: BridgeConnectionDependencies) {
       await publishing?.endAsync();
       publishing = undefined;
       await stopLanes(false);
-      await Promise.all(handling);
+      await Promise.all([...handling, ...replaying]);
     },
   };
 }
