@@ -81,7 +81,7 @@ function subscribedAgain(service: TestService, from: number, what: string): Prom
         const entry = JSON.parse(line);
         return entry.message === 'mqtt: bridge connected' && entry.subscribed === true;
       }),
-    // Each replica's sixteen connections reconnect and subscribe at once (ADR 0054), and the first
+    // Each replica's eighteen connections reconnect and subscribe at once (ADR 0054), and the first
     // reads what cars left retained: on a loaded machine that took more than ten seconds.
     30_000,
   );

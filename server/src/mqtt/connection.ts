@@ -9,7 +9,7 @@
  * and the store's round trip would pace the whole stream: on a broker whose replicas share the
  * stream (`$share/svc`, MQTT 5) the bridge takes it on `sharedLanes` connections, among which the
  * broker deals the messages, and what they hold at once is stored in one write
- * (store/group-write.ts). One car's messages may then be handled out of the order it sent them,
+ * (store/group-write.ts); telemetry, which waits for no write, on `telemetryLanes` of its own. One car's messages may then be handled out of the order it sent them,
  * which is why what a car reports is ordered by the car's own times (docs/adr/0054).
  *
  * The commands of the outbox (command-outbox.ts) go out on a second connection, the publisher's:
@@ -105,6 +105,13 @@ const notAuthorized = 0x87;
  */
 export const sharedLanes = 16;
 
+/**
+ * The connections of their own that take telemetry when the replicas share the stream: telemetry
+ * (QoS 0, written in batches, acknowledged to no one) would otherwise wait on a connection behind a
+ * status waiting for its group to commit (bench:ingest: the service 36% idle while it fell behind).
+ */
+export const telemetryLanes = 2;
+
 /** How soon a refused or failed subscription is asked for again on the same connection. */
 const resubscribeMs = 1000;
 
@@ -120,12 +127,19 @@ export function createBridgeConnection(deps: BridgeConnectionDependencies) {
   const { connection, dispatch, events, logger } = deps;
   const health = deps.health;
 
-  const filters = serviceReceives.map((suffix) => ({
+  const filterOf = (suffix: (typeof serviceReceives)[number]) => ({
     filter: `${connection.shared ? '$share/svc/' : ''}${carTopicFilter(suffix)}`,
     qos: carTopicQos[suffix],
-  }));
+  });
+  const laneCount = connection.shared ? sharedLanes + telemetryLanes : 1;
+  /** What each lane subscribes to: without shared subscriptions, everything on the one lane. */
+  const filtersOf = (lane: number) =>
+    serviceReceives
+      .filter((suffix) => !connection.shared || (suffix === 'telemetry') === lane >= sharedLanes)
+      .map(filterOf);
 
   async function subscribe(client: MqttClient, lane: number): Promise<void> {
+    const filters = filtersOf(lane);
     const granted = await client.subscribeAsync(
       Object.fromEntries(filters.map(({ filter, qos }) => [filter, { qos }])),
     );
@@ -135,6 +149,23 @@ export function createBridgeConnection(deps: BridgeConnectionDependencies) {
       throw new Error(`the broker refused the bridge's subscriptions to ${refused.join(', ')}`);
     }
     if (connection.shared && lane === 0) await readRetained(client);
+    if (connection.shared) leaveOthers(client, filters);
+  }
+
+  /**
+   * A lane's session may hold subscriptions of another lane's (the first lane's session, from before
+   * the lanes, held them all): it leaves them, or it would take its share of those too. Not waited
+   * for: the answer comes after the messages already on their way.
+   */
+  function leaveOthers(client: MqttClient, own: { filter: string }[]): void {
+    const others = serviceReceives
+      .map((suffix) => filterOf(suffix).filter)
+      .filter((filter) => !own.some((mine) => mine.filter === filter));
+    client.unsubscribeAsync(others).catch((error: Error) => {
+      logger.debug("mqtt: a bridge connection could not leave another lane's subscriptions", {
+        error: error.message,
+      });
+    });
   }
 
   /**
@@ -150,7 +181,6 @@ export function createBridgeConnection(deps: BridgeConnectionDependencies) {
     await client.unsubscribeAsync(retained);
   }
 
-  const laneCount = connection.shared ? sharedLanes : 1;
   /** The connections the cars' messages arrive on, by lane. */
   const lanes: (MqttClient | undefined)[] = [];
   /** Which lanes are connected, and which of those subscribed: the bridge is up when all are. */
