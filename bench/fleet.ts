@@ -50,7 +50,7 @@
  * again, DATABASE_URL (Postgres; without it PGlite and one replica), BENCH_CPU_PROF. A smoke run
  * (BENCH_SMOKE=1) provisions a small fleet of its own and throws it away.
  */
-import { appendFileSync, mkdtempSync, readFileSync } from 'node:fs';
+import { appendFileSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -289,6 +289,8 @@ interface ReplicaRun {
   brokerRssMib: number;
   brokerPeakRssMib: number;
   brokerCpuPercent: number;
+  /** Every Postgres process's, as a share of one core (NaN on PGlite). */
+  databaseCpuPercent: number;
   fleetCpuPercent: number;
   fleetRssMib: number;
   carWarnings: number;
@@ -310,15 +312,36 @@ const loadAverage = () =>
     .map((load) => load.toFixed(2))
     .join(' ');
 
-/** Mosquitto's memory and CPU time from /proc (clock ticks of 10 ms: Linux's USER_HZ). */
+/** A process's CPU time from /proc/<pid>/stat, in µs (clock ticks of 10 ms: Linux's USER_HZ). */
+function cpuMicrosOf(pid: number | string): number {
+  // Fields after the command name (in parentheses, which may hold spaces): utime is the 14th field.
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
+  return (Number(fields[11]) + Number(fields[12])) * 10_000;
+}
+
+/** Mosquitto's memory and CPU time from /proc. */
 function brokerUsage(pid: number | undefined): ProcessUsage {
   if (pid === undefined) return { rssBytes: Number.NaN, peakRssBytes: Number.NaN, cpuMicros: Number.NaN };
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
   const kib = (field: string) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status)?.[1]) * 1024;
-  // Fields after the command name (in parentheses, which may hold spaces): utime is the 14th field.
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
-  const ticks = Number(fields[11]) + Number(fields[12]);
-  return { rssBytes: kib('VmRSS'), peakRssBytes: kib('VmHWM'), cpuMicros: ticks * 10_000 };
+  return { rssBytes: kib('VmRSS'), peakRssBytes: kib('VmHWM'), cpuMicros: cpuMicrosOf(pid) };
+}
+
+/**
+ * CPU time of every Postgres process on this machine (the server and its backends, whoever they
+ * serve): Postgres runs beside the bench, not as its child. NaN on PGlite, which is in the service.
+ */
+function databaseCpuMicros(onPostgres: boolean): number {
+  if (!onPostgres) return Number.NaN;
+  let micros = 0;
+  for (const pid of readdirSync('/proc').filter((name) => /^\d+$/.test(name))) {
+    try {
+      if (readFileSync(`/proc/${pid}/comm`, 'utf8').trim() === 'postgres') micros += cpuMicrosOf(pid);
+    } catch {
+      // Gone between the listing and the reading.
+    }
+  }
+  return micros;
 }
 
 /**
@@ -539,6 +562,7 @@ async function runReplicas(
       stored,
       probed,
       broker: brokerUsage(mosquitto.pid()),
+      databaseCpuMicros: databaseCpuMicros(settings.databaseUrl !== undefined),
     };
   };
   const start = await readAll({ reset: true });
@@ -617,6 +641,7 @@ async function runReplicas(
     brokerRssMib: end.broker.rssBytes / mib,
     brokerPeakRssMib: end.broker.peakRssBytes / mib,
     brokerCpuPercent: cpuPercent(start.broker, end.broker, windowS),
+    databaseCpuPercent: ((end.databaseCpuMicros - start.databaseCpuMicros) / 1e6 / windowS) * 100,
     fleetCpuPercent: sum(
       end.cars.map((usage, index) => cpuPercent(start.cars[index] as ProcessUsage, usage, windowS)),
     ),
@@ -765,6 +790,7 @@ function report(results: FleetResult[], settings: Settings): void {
         'svc CPU % connecting',
         'broker MiB',
         'broker CPU %',
+        'Postgres CPU %',
         'fleet CPU %',
         'load before → after',
       ],
@@ -789,6 +815,7 @@ function report(results: FleetResult[], settings: Settings): void {
         row.serviceCpuPercentConnecting.map((value) => figure(value)).join(' / '),
         `${figure(row.brokerRssMib)} (${figure(row.brokerPeakRssMib)})`,
         figure(row.brokerCpuPercent),
+        figure(row.databaseCpuPercent),
         figure(row.fleetCpuPercent),
         `${row.loadBefore} → ${row.loadAfter}`,
       ]),
@@ -803,7 +830,7 @@ function report(results: FleetResult[], settings: Settings): void {
         "after the drain. delay: a probe car's status to GET …/status showing it. cmd: command round trips to " +
         `${settings.commandCars} random cars (bare mqtt.js / through the service), goal 2 × bare p99 + 50 ms. svc peak: each\n` +
         "service process's VmHWM; CPU: share of one core over the window (and over the connections). broker: Mosquitto's\n" +
-        'RSS (peak). fleet: the car processes.\n\n',
+        'RSS (peak). Postgres: every postgres process on the machine. fleet: the car processes.\n\n',
     );
     for (const row of result.runs) {
       const met = {

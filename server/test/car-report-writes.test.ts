@@ -156,4 +156,32 @@ describe('what cars report, written in groups', () => {
     const history = await store.db('car_telemetry').where({ device_id: car }).select('recorded_at');
     expect(history).toHaveLength(3);
   });
+
+  it("when cars' acknowledgements are sighted together then their last seen moves in one write, and a car not provisioned is told apart", async () => {
+    const reports = createCarReportService({ db: store.db });
+    let sightingWrites = 0;
+    const countSightings = (query: { sql: string }) => {
+      if (query.sql.includes('insert into car_presence (device_id, last_seen)')) sightingWrites += 1;
+    };
+    store.db.on('query', countSightings);
+    const seen = new Date(base + 60_000);
+
+    const known = await Promise.all([
+      reports.sighted(car, seen),
+      reports.sighted(otherCar, seen),
+      reports.sighted(notProvisioned, seen),
+      // A retained replay says nothing of now: the car is known, its last seen stays.
+      reports.sighted(otherCar, undefined),
+    ]);
+    store.db.off('query', countSightings);
+
+    expect(known).toEqual([true, true, false, true]);
+    expect(sightingWrites).toBe(2);
+    const lastSeen = await store.db('car_presence').whereIn('device_id', [car, otherCar]).select('last_seen');
+    expect(lastSeen.map((row) => new Date(row.last_seen).getTime())).toEqual([
+      seen.getTime(),
+      seen.getTime(),
+    ]);
+    expect(await store.db('car_presence').where({ device_id: notProvisioned }).first()).toBeUndefined();
+  });
 });

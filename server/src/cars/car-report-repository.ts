@@ -167,23 +167,39 @@ export async function lockPresence(db: Db, deviceId: string): Promise<boolean> {
   return row?.online === true;
 }
 
+/** A car heard from: at `seenAt` for a live message, undefined for a retained replay. */
+export interface Sighting {
+  deviceId: string;
+  seenAt: Date | undefined;
+}
+
 /**
- * Whether the car is provisioned; `seenAt` (a live message) moves its last seen, as any message of
- * the car does. One statement, so one round trip, for the messages that keep nothing else of the
- * car's here (its commands' acknowledgements).
+ * Whether each car is provisioned; a live sighting moves its car's last seen, as any message of the
+ * car does. One statement for the group (the cars' acknowledgements, which keep nothing else of the
+ * car's here), each car in it once (a statement may change a row once).
  */
-export async function saveSighting(db: Db, deviceId: string, seenAt?: Date): Promise<boolean> {
+export async function saveSightings(db: Db, sightings: readonly Sighting[]): Promise<boolean[]> {
+  const batch = sightings.map(({ deviceId, seenAt }, seq) => ({
+    seq,
+    device_id: deviceId,
+    seen_at: seenAt ?? null,
+  }));
   const { rows } = await db.raw(
-    `with car as (select device_id from cars where device_id = ?),
+    `with batch as (
+       select b.* from jsonb_to_recordset(?::jsonb) as b(seq int, device_id text, seen_at timestamptz)
+       where exists (select 1 from cars where cars.device_id = b.device_id)
+     ),
      seen as (
        insert into car_presence (device_id, last_seen)
-       select device_id, ?::timestamptz from car where ?::timestamptz is not null
+       select device_id, seen_at from batch where seen_at is not null
        ${upsertSeen}
      )
-     select exists (select 1 from car) as car_known`,
-    [deviceId, seenAt ?? null, seenAt ?? null],
+     select seq from batch`,
+    [JSON.stringify(batch)],
   );
-  return (rows as { car_known: boolean }[])[0]?.car_known === true;
+  const known = sightings.map(() => false);
+  for (const row of rows as { seq: number }[]) known[row.seq] = true;
+  return known;
 }
 
 /**

@@ -16,10 +16,11 @@ import {
   findCarStatus,
   lockPresence,
   type PresenceWrite,
+  type Sighting,
   type StatusReport,
   type StatusWritten,
   savePresences,
-  saveSighting,
+  saveSightings,
   saveStatusReports,
 } from './car-report-repository.ts';
 import { visibleCar } from './car-visibility.ts';
@@ -73,6 +74,10 @@ export function createCarReportService(deps: { db: Db; webhookEvents?: WebhookEv
     (writes: { report: StatusReport; seenAt: Date | undefined }[]) => saveStatusReports(db, writes),
     { maxItems: maxGroupWrite, key: (write) => write.report.deviceId },
   );
+  const sightings = createGroupWrite((seen: Sighting[]) => saveSightings(db, seen), {
+    maxItems: maxGroupWrite,
+    key: (sighting) => sighting.deviceId,
+  });
   const presenceWrites = createGroupWrite(writePresences, {
     maxItems: maxGroupWrite,
     key: (write) => write.deviceId,
@@ -130,7 +135,7 @@ export function createCarReportService(deps: { db: Db; webhookEvents?: WebhookEv
      * its last seen moves forward, never back. False when no such car is provisioned.
      */
     sighted(deviceId: string, seenAt: Date | undefined): Promise<boolean> {
-      return saveSighting(db, deviceId, seenAt);
+      return sightings.add({ deviceId, seenAt });
     },
 
     async status(principal: Principal, { deviceId }: ParsedDeviceId): Promise<CarStatus> {

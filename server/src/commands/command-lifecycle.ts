@@ -22,12 +22,14 @@ import type { ParsedDeviceId } from '../device-id.ts';
 import { InvalidError } from '../errors.ts';
 import { afterCommit } from '../store/after-commit.ts';
 import type { Db } from '../store/db.ts';
+import { createGroupWrite } from '../store/group-write.ts';
 import { hasNotifications, notify } from '../store/notifications.ts';
 import type { WebhookEvents } from '../webhooks/webhook-events.ts';
 import type { CommandMetrics } from './command-metrics.ts';
 import { type CommandName, checkCommandPayload, commandPayload } from './command-payload.ts';
 import {
-  acknowledgeCommand,
+  type Ack,
+  acknowledgeCommands,
   type CommandRow,
   expireCommands,
   failCommand,
@@ -54,6 +56,9 @@ export interface NewCommand {
 
 /** What an acknowledgement did, for the bridge's metrics and log. */
 export type AckHandled = 'stored' | 'ignored' | 'unknown_command' | 'command_of_another_car';
+
+/** More than the bridge ever has in hand at once (one message per connection): a bound, not a setting. */
+const maxAcknowledgements = 500;
 
 const ownerChanged =
   'The car changed owner before the command finished; a car that had already received it may still run it.';
@@ -123,6 +128,22 @@ export function createCommandLifecycle(deps: {
       for (const command of commands) metrics.moved(command.name, state);
     });
   }
+
+  /** The cars' acknowledgements, in groups, and the moves they made told (`moved`). */
+  const acknowledgements = createGroupWrite(
+    (acks: Ack[]) =>
+      moving(bridgeWriter, async (trx) => {
+        const results = await acknowledgeCommands(trx, acks);
+        for (const [index, result] of results.entries()) {
+          if (result.kind !== 'moved') continue;
+          const ack = acks[index] as Ack;
+          const command = { command_id: result.commandId, device_id: ack.deviceId, name: result.name };
+          await moved(trx, [command], ack.outcome, ack.at);
+        }
+        return results;
+      }),
+    { maxItems: maxAcknowledgements, key: (ack) => ack.commandId },
+  );
 
   /**
    * Writes commands, `queued`, inside `trx`, each checked as `enqueue` checks one, in one
@@ -246,30 +267,22 @@ export function createCommandLifecycle(deps: {
       await moving(db, async (trx) => moved(trx, await expireCommands(trx, at), 'expired', at));
     },
 
-    /** What the car said of one of its commands (a valid `cmd/ack` of this car). */
+    /**
+     * What the car said of one of its commands (a valid `cmd/ack` of this car). Resolves once the
+     * write that took it committed: the acknowledgements that arrive while one is on its way go
+     * together in the next (store/group-write.ts).
+     */
     async acknowledge(deviceId: string, ack: CarCommandAck): Promise<AckHandled> {
-      const at = clock();
-      const result = await moving(bridgeWriter, async (trx) => {
-        const acknowledged = await acknowledgeCommand(trx, {
-          commandId: ack.command_id,
-          deviceId,
-          outcome: ack.outcome,
-          // A reason belongs to `rejected` and `failed` (the contract); any other leaves it as it was.
-          detail:
-            ack.detail !== undefined && (ack.outcome === 'rejected' || ack.outcome === 'failed')
-              ? storable(ack.detail)
-              : null,
-          at,
-        });
-        if (acknowledged.kind === 'moved') {
-          const command = {
-            command_id: acknowledged.commandId,
-            device_id: deviceId,
-            name: acknowledged.name,
-          };
-          await moved(trx, [command], ack.outcome, at);
-        }
-        return acknowledged;
+      const result = await acknowledgements.add({
+        commandId: ack.command_id,
+        deviceId,
+        outcome: ack.outcome,
+        // A reason belongs to `rejected` and `failed` (the contract); any other leaves it as it was.
+        detail:
+          ack.detail !== undefined && (ack.outcome === 'rejected' || ack.outcome === 'failed')
+            ? storable(ack.detail)
+            : null,
+        at: clock(),
       });
       switch (result.kind) {
         case 'moved':

@@ -48,10 +48,23 @@ const pending: string[] = [...pendingStates];
  * A pairing code travels in its command's arguments while the car may still need it; once the
  * command is final it is forgotten, so the store keeps no live code in the clear past its use.
  */
-const forgetPairingCode = `args = case when name = '${pairingCommand}' then '{}'::jsonb else args end`;
+const forgetPairingCode = `case when name = '${pairingCommand}' then '{}'::jsonb else args end`;
 
 /** What every move into a final state also does: the pairing code forgotten, nothing left to publish. */
-const finalMove = `${forgetPairingCode}, due_at = null, claimed_by = null, claimed_until = null`;
+const finalMoveColumns = {
+  args: forgetPairingCode,
+  due_at: 'null',
+  claimed_by: 'null',
+  claimed_until: 'null',
+};
+const finalMove = Object.entries(finalMoveColumns)
+  .map(([column, value]) => `${column} = ${value}`)
+  .join(', ');
+/** `finalMove` for the rows of a statement where `final` (SQL) holds; the others keep theirs. */
+const finalMoveWhere = (final: string) =>
+  Object.entries(finalMoveColumns)
+    .map(([column, value]) => `${column} = case when ${final} then ${value} else ${column} end`)
+    .join(', ');
 
 /** Writes commands in one statement (a fleet's app update is hundreds at once). */
 export async function insertCommands(db: Db, rows: readonly CommandRow[]): Promise<CommandRow[]> {
@@ -215,40 +228,63 @@ export type AckResult =
   | { kind: 'unknown_command' }
   | { kind: 'command_of_another_car' };
 
+/** A car's acknowledgement of one of its commands, as the bridge read it. */
+export interface Ack {
+  commandId: string;
+  deviceId: string;
+  outcome: AckOutcome;
+  /** The car's reason, kept for `rejected` and `failed`; null keeps the one before. */
+  detail: string | null;
+  /** When the service handled it: the command's `updated_at` if it moves. */
+  at: Date;
+}
+
 /**
- * Moves the car's command as its acknowledgement says, when its state allows; the car's detail is
- * kept (an acknowledgement without one keeps the one before). One statement, so one round trip:
- * the bridge takes the next message only once this one is handled, so this write paces every
- * car's acknowledgements (bench:commands).
+ * Moves each car's command as its acknowledgement says, when its state allows; the car's detail
+ * is kept (an acknowledgement without one keeps the one before). One statement for the group, each
+ * command in it once (a statement may change a row once): the bridge takes the cars'
+ * acknowledgements a few connections at a time, and one round trip each paced a fleet's commands
+ * (bench:fleet, docs/adr/0054).
  */
-export async function acknowledgeCommand(
-  db: Db,
-  ack: { commandId: string; deviceId: string; outcome: AckOutcome; detail: string | null; at: Date },
-): Promise<AckResult> {
-  const final = ack.outcome !== 'accepted';
+export async function acknowledgeCommands(db: Db, acks: readonly Ack[]): Promise<AckResult[]> {
+  const batch = acks.map((ack, seq) => ({
+    seq,
+    command_id: ack.commandId,
+    device_id: ack.deviceId,
+    outcome: ack.outcome,
+    detail: ack.detail,
+    at: ack.at,
+    moves_from: ackMovesFrom(ack.outcome),
+  }));
   const { rows } = await db.raw(
-    `with moved as (
-       update car_commands
-       set state = ?, detail = coalesce(?, detail), updated_at = ?${final ? `, ${finalMove}` : ''}
-       where command_id = ? and device_id = ? and state = any(?::text[])
-       returning name
+    `with batch as (
+       select * from jsonb_to_recordset(?::jsonb) as b(
+         seq int, command_id uuid, device_id text, outcome text, detail text, at timestamptz,
+         moves_from text[])
+     ),
+     moved as (
+       update car_commands c
+       set state = b.outcome, detail = coalesce(b.detail, c.detail), updated_at = b.at,
+           ${finalMoveWhere("b.outcome <> 'accepted'")}
+       from batch b
+       where c.command_id = b.command_id and c.device_id = b.device_id and c.state = any(b.moves_from)
+       returning b.seq, c.name
      )
-     select (select name from moved) as moved,
-            (select device_id from car_commands where command_id = ?) as command_of`,
-    [
-      ack.outcome,
-      ack.detail,
-      ack.at,
-      ack.commandId,
-      ack.deviceId,
-      [...ackMovesFrom(ack.outcome)],
-      ack.commandId,
-    ],
+     select batch.seq, moved.name as moved, c.device_id as command_of
+     from batch
+     left join moved using (seq)
+     left join car_commands c using (command_id)`,
+    [JSON.stringify(batch)],
   );
-  const [row] = rows as { moved: string | null; command_of: string | null }[];
-  if (row?.moved) return { kind: 'moved', name: row.moved, commandId: ack.commandId };
-  if (!row?.command_of) return { kind: 'unknown_command' };
-  return row.command_of === ack.deviceId ? { kind: 'unchanged' } : { kind: 'command_of_another_car' };
+  const results: AckResult[] = acks.map(() => ({ kind: 'unknown_command' }));
+  for (const row of rows as { seq: number; moved: string | null; command_of: string | null }[]) {
+    const ack = acks[row.seq] as Ack;
+    if (row.moved) results[row.seq] = { kind: 'moved', name: row.moved, commandId: ack.commandId };
+    else if (row.command_of) {
+      results[row.seq] = { kind: row.command_of === ack.deviceId ? 'unchanged' : 'command_of_another_car' };
+    }
+  }
+  return results;
 }
 
 /**

@@ -7,9 +7,9 @@
  * (and redelivers) what the service has not stored yet. mqtt.js hands a connection's next message
  * over only once the one before is acknowledged, so a connection has one message in hand at a time
  * and the store's round trip would pace the whole stream: on a broker whose replicas share the
- * stream (`$share/svc`, MQTT 5) the bridge takes it on `sharedLanes` connections, among which the
- * broker deals the messages, and what they hold at once is stored in one write
- * (store/group-write.ts); telemetry, which waits for no write, on `telemetryLanes` of its own. One car's messages may then be handled out of the order it sent them,
+ * stream (`$share/svc`, MQTT 5) the bridge takes it on many connections (`sharedLanes`), among
+ * which the broker deals the messages, and what they hold at once is stored in one write
+ * (store/group-write.ts). One car's messages may then be handled out of the order it sent them,
  * which is why what a car reports is ordered by the car's own times (docs/adr/0054).
  *
  * The commands of the outbox (command-outbox.ts) go out on a second connection, the publisher's:
@@ -27,7 +27,13 @@
  * than taking it back every second.
  */
 import mqtt, { type IClientOptions, type IPublishPacket, type MqttClient } from 'mqtt';
-import { carTopicFilter, carTopicQos, carTopicRetain, serviceReceives } from '../../../generated/mqtt.ts';
+import {
+  carTopicFilter,
+  carTopicQos,
+  carTopicRetain,
+  type ServiceReceivedSuffix,
+  serviceReceives,
+} from '../../../generated/mqtt.ts';
 import type { Logger } from '../logger.ts';
 import type { BridgeHealth } from './bridge-health.ts';
 
@@ -74,7 +80,7 @@ export interface BridgeConnectionDependencies {
   /**
    * Handles one message; resolves whether to acknowledge it to the broker (not when the bridge
    * stopped before it could be stored). Called one message at a time per connection, so with
-   * `sharedLanes` messages at once.
+   * `sharedLanes` as many messages at once as there are connections.
    */
   dispatch(packet: IPublishPacket): Promise<boolean>;
   events: ConnectionEvents;
@@ -97,20 +103,31 @@ const sessionTakenOver = 0x8e;
 const notAuthorized = 0x87;
 
 /**
- * How many connections take the cars' messages when the replicas share them (`$share/svc`): as
- * many messages in hand at once, stored together. Not a setting: each is a session the broker
- * keeps for an hour, and a lane no longer used would go on receiving its share of the stream
- * until its session expired (docs/adr/0039). Without shared subscriptions (the embedded broker)
- * every subscriber receives everything, so there is one.
+ * The bridge's connections when the replicas share the cars' messages (`$share/svc`), by what they
+ * take: a connection has one message in hand at a time, so each kind has connections of its own
+ * and never waits behind another's writes. Not a setting: each connection is a session the broker
+ * keeps for an hour, and one no longer used would go on receiving its share of the stream until its
+ * session expired (docs/adr/0039). Without shared subscriptions (the embedded broker) every
+ * subscriber receives everything, so there is one connection for all.
+ *
+ * - status and presence: what they hold at once is stored in one write (store/group-write.ts), so
+ *   the more in hand, the larger the write; bench:fleet (10,000 cars) had every car `online` in
+ *   53 s on 16 and 32 s on 64.
+ * - acknowledgements: a command's round trip waited behind status reports waiting for their group
+ *   (bench:fleet: 550 ms at the median before its write began).
+ * - telemetry (QoS 0, written in batches, acknowledged to no one): it waited behind a status
+ *   waiting for its group to commit (bench:ingest: the service 36% idle while it fell behind).
  */
-export const sharedLanes = 16;
+export const sharedLanes = [
+  { takes: ['status', 'presence'], connections: 64 },
+  { takes: ['cmd/ack'], connections: 16 },
+  { takes: ['telemetry'], connections: 2 },
+] as const satisfies readonly { takes: readonly ServiceReceivedSuffix[]; connections: number }[];
 
-/**
- * The connections of their own that take telemetry when the replicas share the stream: telemetry
- * (QoS 0, written in batches, acknowledged to no one) would otherwise wait on a connection behind a
- * status waiting for its group to commit (bench:ingest: the service 36% idle while it fell behind).
- */
-export const telemetryLanes = 2;
+/** What each of the shared connections takes, by its number. */
+const sharedLaneTakes: readonly (readonly ServiceReceivedSuffix[])[] = sharedLanes.flatMap(
+  ({ takes, connections }) => Array.from({ length: connections }, () => takes),
+);
 
 /**
  * Retained replays taken ahead of their writes, at most: a fleet's replay all at once (20,000 for
@@ -137,12 +154,10 @@ export function createBridgeConnection(deps: BridgeConnectionDependencies) {
     filter: `${connection.shared ? '$share/svc/' : ''}${carTopicFilter(suffix)}`,
     qos: carTopicQos[suffix],
   });
-  const laneCount = connection.shared ? sharedLanes + telemetryLanes : 1;
+  const laneCount = connection.shared ? sharedLaneTakes.length : 1;
   /** What each lane subscribes to: without shared subscriptions, everything on the one lane. */
   const filtersOf = (lane: number) =>
-    serviceReceives
-      .filter((suffix) => !connection.shared || (suffix === 'telemetry') === lane >= sharedLanes)
-      .map(filterOf);
+    (connection.shared ? (sharedLaneTakes[lane] ?? []) : serviceReceives).map(filterOf);
 
   async function subscribe(client: MqttClient, lane: number): Promise<void> {
     const filters = filtersOf(lane);
