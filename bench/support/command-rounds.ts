@@ -46,6 +46,8 @@ interface ServiceTrip {
   url: string;
   /** Wall-clock ms. */
   startedAt: number;
+  /** From the POST to its answer, in ms. */
+  answeredMs: number;
 }
 
 export interface RoundResult {
@@ -55,6 +57,8 @@ export interface RoundResult {
   failures: string[];
   /** GET …/commands/{id} asked, in all. */
   reads: number;
+  /** Through the service: each POST's time to its 202, in ms (where a round trip's time goes). */
+  answeredMs: number[];
 }
 
 /** The car's `completed` (or another final outcome) of each command, as the broker delivers it. */
@@ -153,13 +157,14 @@ export async function startMeasurer(
     const startedAt = Date.now();
     const started = performance.now();
     const sent = await callJson(commands, { method: 'POST', token: order.token, body: { name } });
+    const answeredMs = performance.now() - started;
     const commandId = sent.body.command_id;
     if (sent.status !== 202 || typeof commandId !== 'string') {
       return `POST ${name} answered ${sent.status}: ${sent.text}`;
     }
     const outcome = await acks.final(commandId, started + giveUpMs);
     if (outcome !== 'completed') return `service ${name}: the car said ${outcome}`;
-    return { url: `${commands}/${commandId}`, startedAt };
+    return { url: `${commands}/${commandId}`, startedAt, answeredMs };
   }
 
   /** POST to the command's `updated_at` as `completed`, in ms, read once the service says so. */
@@ -179,7 +184,7 @@ export async function startMeasurer(
     ready: true,
     async answer({ path, name }: RoundOrder): Promise<RoundResult> {
       reads = 0;
-      const result: RoundResult = { delaysMs: [], failures: [], reads: 0 };
+      const result: RoundResult = { delaysMs: [], failures: [], reads: 0, answeredMs: [] };
       const trips: ServiceTrip[] = [];
       const step = order.spreadMs / order.deviceIds.length;
       const roundStart = performance.now();
@@ -189,7 +194,10 @@ export async function startMeasurer(
           const outcome = await (path === 'bare' ? bare : service)(deviceId, name).catch(errorText);
           if (typeof outcome === 'number') result.delaysMs.push(outcome);
           else if (typeof outcome === 'string') result.failures.push(outcome);
-          else trips.push(outcome);
+          else {
+            trips.push(outcome);
+            result.answeredMs.push(outcome.answeredMs);
+          }
         }),
       );
       // Read after the round, so that asking does not load the service while it works; one deadline
@@ -213,16 +221,22 @@ export interface PathFigures {
   failures: string[];
   /** GETs per command. */
   readsPerCommand: number;
+  /** Through the service: the POST's answer p50 / p99, in ms (NaN on the bare path). */
+  answeredP50: number;
+  answeredP99: number;
 }
 
 export function figures(results: RoundResult[]): PathFigures {
   const delays = results.flatMap((result) => result.delaysMs).sort((a, b) => a - b);
+  const answered = results.flatMap((result) => result.answeredMs).sort((a, b) => a - b);
   return {
     p50: percentile(delays, 0.5),
     p99: percentile(delays, 0.99),
     samples: delays.length,
     failures: results.flatMap((result) => result.failures),
     readsPerCommand: results.reduce((sum, result) => sum + result.reads, 0) / Math.max(1, delays.length),
+    answeredP50: percentile(answered, 0.5),
+    answeredP99: percentile(answered, 0.99),
   };
 }
 
