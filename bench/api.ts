@@ -50,6 +50,7 @@ import { insertCar } from '../server/src/cars/car-repository.ts';
 import { setOwner } from '../server/src/cars/pairing-repository.ts';
 import { type Config, loadConfig } from '../server/src/config.ts';
 import { type Db, describeStore, migrateToLatest, openStore } from '../server/src/store/db.ts';
+import { createDatabase } from './support/service.ts';
 import { announceSmokeRun, positiveInteger } from './support/settings.ts';
 
 type Target = 'ours' | 'express' | 'express + store read' | 'node-http';
@@ -566,6 +567,11 @@ async function main(): Promise<void> {
   // Ours first: its real answers become the bodies the baselines send back.
   const adminEmail = `bench-admin-${Date.now()}@example.com`;
   const children = new Map<Target, Child>();
+  // On Postgres a database of the run's own, which every target's process is given and which is
+  // dropped after: a second run on DATABASE_URL's own database met the first run's signing keys,
+  // sealed with that run's key-encryption key, and the service refused to start.
+  const database = databaseUrl ? await createDatabase(databaseUrl, 'api') : undefined;
+  if (database) process.env.DATABASE_URL = database.url;
   let measured: Map<string, Measurement>;
   try {
     const ours = await spawnTarget({ target: 'ours', adminEmail }, settings.cpuProfDir);
@@ -579,6 +585,7 @@ async function main(): Promise<void> {
     measured = await measureInTurns(children, settings, answers, headersOf);
   } finally {
     for (const child of children.values()) await child.stop();
+    await database?.drop();
   }
 
   const sliceSeconds = Math.max(1, Math.round(settings.duration / settings.rounds));

@@ -146,7 +146,7 @@ export function privilegedSignIn(
 }
 
 /** A database of its own on the Postgres server, dropped by `drop`. */
-async function createDatabase(
+export async function createDatabase(
   serverUrl: string,
   bench: string,
 ): Promise<{ url: string; drop(): Promise<void> }> {
