@@ -55,6 +55,7 @@ import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { type CarCredential, type Simulator, startSimulator } from '@svc/car-simulator';
+import type { Db } from '../server/src/store/db.ts';
 import { sample } from '../server/test/support/metrics.ts';
 import { startMosquitto } from '../server/test/support/mosquitto.ts';
 import { type Child, errorText, type RunningChild, spawnChild } from './support/children.ts';
@@ -111,6 +112,14 @@ interface ServeOrder {
 interface ServiceQuestion {
   /** Count the cars with a status report kept. */
   countStatus?: boolean;
+  /** Say where the completed commands' time went, from their own times. */
+  commandSteps?: boolean;
+}
+
+/** From a command's making to the broker taking it, and from then to `completed` stored: p50, p99 ms. */
+interface CommandSteps {
+  madeToSent: [number, number];
+  sentToCompleted: [number, number];
 }
 
 interface ProcessUsage {
@@ -123,6 +132,22 @@ interface ProcessUsage {
 
 interface ServiceUsage extends ProcessUsage {
   statusCars?: number;
+  commandSteps?: CommandSteps;
+}
+
+/** The completed commands' steps by their `created_at`, `sent_at` and `updated_at` (the service's clock). */
+async function commandSteps(db: Db): Promise<CommandSteps> {
+  const { rows } = await db.raw(
+    `select percentile_disc(array[0.5, 0.99]) within group (order by extract(epoch from sent_at - created_at) * 1000) as made_to_sent,
+            percentile_disc(array[0.5, 0.99]) within group (order by extract(epoch from updated_at - sent_at) * 1000) as sent_to_completed
+     from car_commands where state = 'completed' and sent_at is not null`,
+  );
+  const [row] = rows as { made_to_sent: number[] | null; sent_to_completed: number[] | null }[];
+  const pair = (values: number[] | null | undefined): [number, number] => [
+    Number(values?.[0] ?? Number.NaN),
+    Number(values?.[1] ?? Number.NaN),
+  ];
+  return { madeToSent: pair(row?.made_to_sent), sentToCompleted: pair(row?.sent_to_completed) };
 }
 
 function ownUsage(): ProcessUsage {
@@ -149,13 +174,15 @@ async function serve({
           await db('car_telemetry').truncate();
           await db('car_status_reports').delete();
           await db('car_presence').update({ online: false });
+          await db('car_commands').delete();
         }
       : undefined,
   );
   return {
     ready: service.ready,
-    async answer({ countStatus }) {
+    async answer({ countStatus, commandSteps: steps }) {
       const usage: ServiceUsage = ownUsage();
+      if (steps) usage.commandSteps = await commandSteps(service.db);
       if (countStatus)
         usage.statusCars = Number(
           (await service.db('car_status_reports').count<{ count: string | number }>('* as count').first())
@@ -281,7 +308,7 @@ interface ReplicaRun {
   delayP99: number;
   delaySamples: number;
   unseen: number;
-  commands: { bare: PathFigures; service: PathFigures; catchUpMs: number };
+  commands: { bare: PathFigures; service: PathFigures; catchUpMs: number; steps?: CommandSteps };
   /** Per service process. */
   servicePeakRssMib: number[];
   serviceCpuPercent: number[];
@@ -597,7 +624,9 @@ async function runReplicas(
     const caughtUp = now.status >= sentOf('status') && now.presence >= sentOf('presence');
     if (caughtUp && performance.now() - stableSince >= 1000) break;
   }
-  const finalUsage = await Promise.all(services.map((service) => service.ask({ countStatus: true })));
+  const finalUsage = await Promise.all(
+    services.map((service, index) => service.ask({ countStatus: true, commandSteps: index === 0 })),
+  );
   const qos1Stored =
     Math.min(stored.status, sentOf('status')) + Math.min(stored.presence, sentOf('presence'));
 
@@ -630,7 +659,7 @@ async function runReplicas(
     delayP99: percentile(delays, 0.99),
     delaySamples: delays.length,
     unseen: probed.unseen,
-    commands,
+    commands: { ...commands, steps: finalUsage[0]?.commandSteps },
     servicePeakRssMib: finalUsage.map((usage) => usage.peakRssBytes / mib),
     serviceCpuPercent: end.services.map((usage, index) =>
       cpuPercent(start.services[index] as ProcessUsage, usage, windowS),
@@ -680,6 +709,7 @@ async function run(
     cars: settings.cars,
     probes: settings.probes,
     databaseUrl: settings.databaseUrl,
+    ...(smokeRun ? { database: `svc_bench_fleet_smoke_${process.pid}` } : {}),
     reprovision,
     route: smokeRun ? 'mosquitto' : settings.provisioningRoute,
     brokerSettings,
@@ -847,6 +877,12 @@ function report(results: FleetResult[], settings: Settings): void {
           `p99 publish → visible ${figure(row.delayP99)} ms (goal ≤ ${goal.delayP99Ms}), ${lost(row)} lost (goal 0), ` +
           `service peak ${figure(Math.max(...row.servicePeakRssMib))} MiB (goal ≤ ${goal.rssMib}), ` +
           `commands p99 ${figure(row.commands.service.p99)} ms (goal ≤ ${figure(commandGoalMs(row))}, ${row.commands.service.failures.length} failed)\n`,
+      );
+      const steps = row.commands.steps;
+      process.stdout.write(
+        `  a command through the service, p50 / p99 ms: POST answered ${figure(row.commands.service.answeredP50)} / ${figure(row.commands.service.answeredP99)}, ` +
+          `made → sent ${steps ? steps.madeToSent.map((ms) => figure(ms)).join(' / ') : '?'}, ` +
+          `sent → completed stored ${steps ? steps.sentToCompleted.map((ms) => figure(ms)).join(' / ') : '?'}\n`,
       );
       if (row.carWarnings > 0)
         process.stdout.write(

@@ -172,6 +172,12 @@ export async function provisionedFleet(options: {
   cars: number;
   probes: number;
   databaseUrl: string | undefined;
+  /**
+   * The Postgres database's name; default `svc_bench_fleet_<cars>`, the kept fleet's. A fleet thrown
+   * away (a smoke run) takes one of its own, so that two runs at once on one server meet nothing of
+   * each other's.
+   */
+  database?: string;
   reprovision: boolean;
   route: ProvisioningRoute;
   startService: StartService;
@@ -192,7 +198,7 @@ export async function provisionedFleet(options: {
   mkdirSync(folder, { recursive: true });
   const dynsecFile = join(folder, 'dynamic-security.json');
   const store: ProvisionedFleet['store'] = databaseUrl
-    ? { database: `svc_bench_fleet_${options.cars}` }
+    ? { database: options.database ?? `svc_bench_fleet_${options.cars}` }
     : { dataDir: join(folder, 'data') };
   if ('database' in store) {
     await withServer(databaseUrl as string, async (server) => {
