@@ -272,7 +272,7 @@ async function spawnTarget(order: ServeOrder, cpuProfDir: string | undefined): P
     : [];
   // The server's log (one line per request for ours) goes to a file, as in production: a terminal
   // would be slower than any log shipper, and would bury the results.
-  const log = openSync(join(tmpdir(), `svc-bench-api-${name}.log`), 'w');
+  const log = openSync(join(tmpdir(), `svc-bench-api-${process.pid}-${name}.log`), 'w');
   const child: ChildProcess = fork(fileURLToPath(import.meta.url), ['serve'], {
     execArgv: ['--import', import.meta.resolve('tsx'), ...profiling],
     stdio: ['ignore', 'inherit', log, 'ipc'],
@@ -590,7 +590,7 @@ async function main(): Promise<void> {
 
   const sliceSeconds = Math.max(1, Math.round(settings.duration / settings.rounds));
   process.stdout.write(
-    `\nNode ${process.versions.node}, ${describeStore({ databaseUrl })}, ${settings.connections} connections, ` +
+    `\nNode ${process.versions.node}, ${describeStore({ databaseUrl })}${databaseUrl ? ' (a database of the run’s own on it)' : ''}, ${settings.connections} connections, ` +
       `${settings.rounds} turns of ${sliceSeconds} s a target and read after ${settings.warmup} s of warm-up\n`,
   );
   const rowsOf = (read: Read) =>

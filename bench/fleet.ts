@@ -704,12 +704,17 @@ async function run(
     ? mkdtempSync(join(tmpdir(), 'svc-bench-fleet-'))
     : fleetFolder(settings.cars, settings.probes);
   const reprovision = smokeRun || settings.reprovision;
+  // A smoke run's fleet is its own (two runs at once on one Postgres meet nothing of each other's)
+  // and goes with it, a failed provisioning's too.
+  const smokeDatabase = `svc_bench_fleet_smoke_${process.pid}`;
+  if (smokeRun)
+    cleanups.unshift(() => discardFleet({ folder, database: smokeDatabase }, settings.databaseUrl));
   const cache = await provisionedFleet({
     folder,
     cars: settings.cars,
     probes: settings.probes,
     databaseUrl: settings.databaseUrl,
-    ...(smokeRun ? { database: `svc_bench_fleet_smoke_${process.pid}` } : {}),
+    ...(smokeRun ? { database: smokeDatabase } : {}),
     reprovision,
     route: smokeRun ? 'mosquitto' : settings.provisioningRoute,
     brokerSettings,
@@ -722,7 +727,6 @@ async function run(
         order: { env, forgetReports: false },
       }),
   });
-  if (smokeRun) cleanups.unshift(() => discardFleet(cache, settings.databaseUrl));
   const runs: ReplicaRun[] = [];
   const skipped: string[] = [];
   for (const replicas of settings.replicas) {
@@ -786,7 +790,7 @@ function report(results: FleetResult[], settings: Settings): void {
         : Number.NaN;
     };
     printTable(
-      ['cars provisioned', 'seconds', 'then s per 250 cars'],
+      ['cars provisioned', 'seconds', 's per 250 cars in the step to it'],
       milestoneSeconds(provisioning).map((milestone) => [
         milestone.cars.toLocaleString('en'),
         figure(milestone.seconds, 1),
@@ -794,10 +798,17 @@ function report(results: FleetResult[], settings: Settings): void {
       ]),
       1,
     );
-    if (steps.length > 0)
+    const last = steps.at(-1);
+    if (last) {
+      // A fleet smaller than a step has no per-step pace worth the name.
+      const firstStep =
+        steps.length > 1
+          ? `the first step (${steps[0]?.cars} cars) at ${figure(per(0), 1)} s per 250 cars; `
+          : '';
       process.stdout.write(
-        `at first ${figure(per(0), 1)} s per 250 cars; all ${steps.at(-1)?.cars} cars: ${figure(steps.at(-1)?.seconds ?? Number.NaN, 1)} s\n\n`,
+        `${firstStep}all ${last.cars} cars (probe cars included): ${figure(last.seconds, 1)} s\n\n`,
       );
+    }
     printTable(
       [
         'replicas',

@@ -92,8 +92,9 @@ export async function spawnChild<Order, Ready, Question, Reply>(
     ? ['--cpu-prof', `--cpu-prof-dir=${join(options.cpuProfDir, label)}`]
     : [];
   // A child's log goes to a file, as in production; a terminal would slow it and bury the results.
+  // The run's process id in its name: two runs at once do not write over each other's logs.
   const bench = script.replace(/^.*\//, '').replace(/\.ts$/, '');
-  const logFile = join(tmpdir(), `svc-bench-${bench}-${label}-${mode}.log`);
+  const logFile = join(tmpdir(), `svc-bench-${bench}-${process.pid}-${label}-${mode}.log`);
   const log = openSync(logFile, 'w');
   const child: ChildProcess = fork(script, [mode], {
     execArgv: ['--import', import.meta.resolve('tsx'), ...profiling],

@@ -312,15 +312,20 @@ export function fleetFolder(cars: number, probes: number): string {
   return resolve(base, `${cars}-cars-${probes}-probes`);
 }
 
-/** A smoke run's fleet goes with it: its database, its folder. */
-export async function discardFleet(cache: FleetCache, databaseUrl: string | undefined): Promise<void> {
-  if ('database' in cache.fleet.store && databaseUrl) {
-    const { database } = cache.fleet.store;
+/**
+ * A smoke run's fleet goes with it, whether or not its provisioning finished: its folder and, on
+ * Postgres (`databaseUrl`), its `database`.
+ */
+export async function discardFleet(
+  fleet: { folder: string; database: string },
+  databaseUrl: string | undefined,
+): Promise<void> {
+  if (databaseUrl) {
     await withServer(databaseUrl, (server) =>
-      server.raw('drop database if exists ?? with (force)', [database]),
+      server.raw('drop database if exists ?? with (force)', [fleet.database]),
     );
   }
-  rmSync(cache.folder, { recursive: true, force: true });
+  rmSync(fleet.folder, { recursive: true, force: true });
 }
 
 /** The provisioning time at each milestone the fleet reached (interpolated within a step: none is). */
