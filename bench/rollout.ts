@@ -50,23 +50,16 @@
  * period (60000; and after each install), BENCH_ONLY, BENCH_CPU_PROF=<folder> (see bench/api.ts),
  * SVC_APP_UPDATE_RATE (passed to the service).
  */
-import { randomUUID } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { provisionCars, startSimulator } from '@svc/car-simulator';
 import mqtt, { type IConnackPacket, type MqttClient } from 'mqtt';
-import {
-  type CarCommand,
-  type CarCommandAck,
-  type CarStatusReport,
-  carTopic,
-  carTopicFilter,
-  carTopicQos,
-} from '../generated/mqtt.ts';
+import { type CarCommandAck, type CarStatusReport, carTopicFilter, carTopicQos } from '../generated/mqtt.ts';
 import { signUpAdmin, signUpDeveloper } from '../server/test/support/accounts.ts';
 import { publishMiniApp } from '../server/test/support/commands.ts';
 import { sample } from '../server/test/support/metrics.ts';
 import { errorText, type RunningChild, spawnChild } from './support/children.ts';
+import { bareCommand } from './support/command-rounds.ts';
 import {
   type Cleanup,
   type Configuration,
@@ -249,23 +242,14 @@ async function startMeasurer(
     const lane = async () => {
       while (next < order.deviceIds.length) {
         const deviceId = order.deviceIds[next++] as string;
-        const colon = deviceId.indexOf(':');
-        const brand = deviceId.slice(0, colon) as CarCommand['brand'];
-        const issued = new Date();
-        const command: CarCommand = {
-          command_id: randomUUID(),
-          device_id: deviceId,
-          brand,
-          name: 'app.install',
-          args: { app_id: appId, version: current.version },
-          issued_at: issued.toISOString(),
-          expires_at: new Date(issued.getTime() + 3_600_000).toISOString(),
-        };
+        const { command, topic } = bareCommand(
+          deviceId,
+          { name: 'app.install', args: { app_id: appId, version: current.version } },
+          3_600_000,
+        );
         current.commands.set(command.command_id, deviceId);
         await client
-          .publishAsync(carTopic(brand, deviceId.slice(colon + 1), 'cmd'), JSON.stringify(command), {
-            qos: carTopicQos.cmd,
-          })
+          .publishAsync(topic, JSON.stringify(command), { qos: carTopicQos.cmd })
           .catch((error: unknown) => current.failed.set(deviceId, `${deviceId}: ${errorText(error)}`));
       }
     };

@@ -107,6 +107,36 @@ function watchAcks(client: MqttClient) {
   };
 }
 
+/** A command's name with the arguments of that name. */
+type CommandAsked = {
+  [Name in CarCommand['name']]: Pick<Extract<CarCommand, { name: Name }>, 'name' | 'args'>;
+}[CarCommand['name']];
+
+/**
+ * A command as the service would send it, made here to publish straight to the car (the bare
+ * path of bench:commands, bench:fleet and bench:rollout), expiring in `ttlMs`; and the car's topic.
+ */
+export function bareCommand(
+  deviceId: string,
+  what: CommandAsked,
+  ttlMs: number,
+): { command: CarCommand; topic: string } {
+  const colon = deviceId.indexOf(':');
+  const brand = deviceId.slice(0, colon) as CarCommand['brand'];
+  const issued = new Date();
+  return {
+    command: {
+      command_id: randomUUID(),
+      device_id: deviceId,
+      brand,
+      ...what,
+      issued_at: issued.toISOString(),
+      expires_at: new Date(issued.getTime() + ttlMs).toISOString(),
+    } as CarCommand,
+    topic: carTopic(brand, deviceId.slice(colon + 1), 'cmd'),
+  };
+}
+
 /** Times rounds of commands, on the bare path or through the service, as the parent orders. */
 export async function startMeasurer(
   order: MeasureOrder,
@@ -127,22 +157,9 @@ export async function startMeasurer(
 
   /** Bare: the command published straight to the car, until its `completed`. */
   async function bare(deviceId: string, name: DoorsCommand): Promise<number | string> {
-    const colon = deviceId.indexOf(':');
-    const brand = deviceId.slice(0, colon) as CarCommand['brand'];
-    const issued = new Date();
-    const command: CarCommand = {
-      command_id: randomUUID(),
-      device_id: deviceId,
-      brand,
-      name,
-      args: {},
-      issued_at: issued.toISOString(),
-      expires_at: new Date(issued.getTime() + 300_000).toISOString(),
-    };
+    const { command, topic } = bareCommand(deviceId, { name, args: {} }, 300_000);
     const started = performance.now();
-    await client.publishAsync(carTopic(brand, deviceId.slice(colon + 1), 'cmd'), JSON.stringify(command), {
-      qos: carTopicQos.cmd,
-    });
+    await client.publishAsync(topic, JSON.stringify(command), { qos: carTopicQos.cmd });
     const outcome = await acks.final(command.command_id, started + giveUpMs);
     return outcome === 'completed' ? performance.now() - started : `bare ${name}: ${outcome}`;
   }

@@ -118,7 +118,7 @@ const notAuthorized = 0x87;
  * - telemetry (QoS 0, written in batches, acknowledged to no one): it waited behind a status
  *   waiting for its group to commit (bench:ingest: the service 36% idle while it fell behind).
  */
-export const sharedLanes = [
+const sharedLanes = [
   { takes: ['status', 'presence'], connections: 64 },
   { takes: ['cmd/ack'], connections: 16 },
   { takes: ['telemetry'], connections: 2 },
